@@ -1,0 +1,123 @@
+"""The one engine interface the rest of galaxyview talks to."""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from galaxyview.model.params import Params
+from galaxyview.model.state import ParticleState
+
+# Per-phase timing keys of one step, in the order they run.
+PHASES = ("keys_sort", "build", "multipoles", "walk", "integrate")
+
+
+@dataclass
+class StepStats:
+    """What the last force evaluation cost.
+
+    timings_ms: phase name (PHASES) -> milliseconds of the last step (CUDA events on the GPU,
+    perf_counter on the CPU); pp / pc: particle-particle and particle-cell interactions of the
+    last force evaluation in total (0 for direct summation's pc).
+    """
+
+    timings_ms: dict = field(default_factory=dict)
+    pp: int = 0
+    pc: int = 0
+    n: int = 0
+
+    @property
+    def pp_per_particle(self) -> float:
+        return self.pp / self.n if self.n else 0.0
+
+    @property
+    def pc_per_particle(self) -> float:
+        return self.pc / self.n if self.n else 0.0
+
+    @property
+    def step_ms(self) -> float:
+        return float(sum(self.timings_ms.values()))
+
+
+@dataclass
+class Energies:
+    kinetic: float
+    potential: float
+
+    @property
+    def total(self) -> float:
+        return self.kinetic + self.potential
+
+
+class Engine(abc.ABC):
+    """A gravity solver plus a shared-time-step kick-drift-kick leapfrog.
+
+    Life cycle: `engine.load(state)`, then `engine.step(n)` any number of times; theta, dt and
+    eps may change between steps through `set_params` (no reload). `gravity` is "tree"
+    (Barnes-Hut, Bonsai's algorithm) or "direct" (all pairs).
+    """
+
+    name: str = "?"  # "cpu" or "gpu"
+
+    def __init__(self, params: Params | None = None, gravity: str = "tree"):
+        if gravity not in ("tree", "direct"):
+            raise ValueError(f"gravity must be 'tree' or 'direct', got {gravity!r}")
+        self.params = params or Params()
+        self.gravity = gravity
+        self.stats = StepStats()
+        self.steps_done = 0
+
+    # -- description -------------------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def device_name(self) -> str:
+        """What runs the work, for display: 'CPU (numpy)' or the GPU's name."""
+
+    # -- state -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def load(self, state: ParticleState) -> None:
+        """Take a copy of `state` and compute its accelerations (so step() can kick at once)."""
+
+    @abc.abstractmethod
+    def state(self) -> ParticleState:
+        """A host copy of the current state (synchronised positions and velocities)."""
+
+    @property
+    @abc.abstractmethod
+    def n(self) -> int:
+        """Number of particles loaded."""
+
+    @property
+    @abc.abstractmethod
+    def time(self) -> float:
+        """Simulation time in N-body units."""
+
+    # -- parameters --------------------------------------------------------------------------
+    def set_params(self, theta=None, dt=None, eps=None) -> None:
+        """Change theta, dt or eps; they take effect on the next step (values checked)."""
+        new = self.params.with_(theta=theta, dt=dt, eps=eps)
+        forces_changed = new.theta != self.params.theta or new.eps != self.params.eps
+        self.params = new
+        if forces_changed:
+            self._on_force_params_changed()
+
+    def _on_force_params_changed(self) -> None:
+        """Hook: engines recompute stored accelerations when theta or eps change."""
+
+    # -- work --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def step(self, n: int = 1) -> None:
+        """Advance n kick-drift-kick steps of size params.dt."""
+
+    @abc.abstractmethod
+    def accelerations(self) -> tuple[np.ndarray, np.ndarray]:
+        """(acc (N, 3), pot (N,)) at the current positions, as host arrays, in the order of
+        the loaded state (not the engine's internal sorted order)."""
+
+    @abc.abstractmethod
+    def energies(self) -> Energies:
+        """Kinetic and potential energy of the current state (potential from the solver)."""
+
+    def close(self) -> None:
+        """Free resources (device memory); the engine is unusable afterwards."""

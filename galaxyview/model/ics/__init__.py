@@ -1,0 +1,47 @@
+"""Initial-condition models, registered by the name a scene file gives in [model] type = "...".
+
+Each model is a pair of functions:
+  parse(table: Table, units: UnitSystem | None) -> config   validates every key (ends with
+      table.finish()); called when the scene file is loaded, so errors show before any work;
+  build(config, n: int, rng: numpy.random.Generator) -> ParticleState   makes n particles
+      (approximately n where components split by a rule), in N-body units.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+MODELS: dict[str, "Model"] = {}
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    parse: Callable[..., Any]
+    build: Callable[..., Any]
+    summary: str = ""
+
+
+def register(name: str, parse, build, summary: str = "") -> None:
+    MODELS[name] = Model(name, parse, build, summary)
+
+
+def _load_builtin_models() -> None:
+    """Import the modules that register the shipped models."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def get_model(name: str) -> Model | None:
+    if not MODELS:
+        _load_builtin_models()
+    return MODELS.get(name)
+
+
+def model_names() -> list[str]:
+    if not MODELS:
+        _load_builtin_models()
+    return sorted(MODELS)

@@ -1,0 +1,51 @@
+"""Plummer sphere (Aarseth, Henon & Wielen 1974 sampling) in Henon units: M = 1, E = -1/4."""
+from __future__ import annotations
+
+import numpy as np
+
+from galaxyview.model.state import Component, ParticleState
+
+HENON_SCALE = 3.0 * np.pi / 16.0  # Plummer scale length a in Henon units (virial radius 1)
+
+
+def plummer_sphere(n: int, rng: np.random.Generator, mass: float = 1.0, scale: float = 1.0,
+                   mass_cut: float = 0.999, component: int = Component.STAR) -> ParticleState:
+    """n equal-mass particles of a virialised Plummer sphere, centred, at rest.
+
+    With mass = scale = 1 the sphere is in Henon units (virial radius 1, E = -1/4);
+    `scale` multiplies lengths (virial radius) and velocities follow sqrt(mass/scale).
+    mass_cut drops the outermost 0.1% of the mass (the long radial tail).
+    """
+    if n < 1:
+        raise ValueError(f"a Plummer sphere needs n >= 1 particles, got {n}")
+    # radii from the cumulative mass m(r) = r^3 (1 + r^2)^(-3/2), a = 1
+    m = rng.uniform(0.0, mass_cut, n)
+    r = 1.0 / np.sqrt(m ** (-2.0 / 3.0) - 1.0)
+    pos = _isotropic(r, rng)
+    # speeds: q = v / v_esc from g(q) = q^2 (1 - q^2)^(7/2) by rejection
+    q = np.empty(n)
+    todo = np.arange(n)
+    while todo.size:
+        x = rng.uniform(0.0, 1.0, todo.size)
+        y = rng.uniform(0.0, 0.1, todo.size)
+        ok = y < x * x * (1.0 - x * x) ** 3.5
+        q[todo[ok]] = x[ok]
+        todo = todo[~ok]
+    v_esc = np.sqrt(2.0) * (1.0 + r * r) ** -0.25
+    vel = _isotropic(q * v_esc, rng)
+    # to Henon units, then to the requested mass and size
+    pos *= HENON_SCALE * scale
+    vel *= np.sqrt(mass / (HENON_SCALE * scale))
+    pos -= pos.mean(axis=0)
+    vel -= vel.mean(axis=0)
+    masses = np.full(n, mass / n)
+    return ParticleState(pos, vel, masses, np.full(n, component, dtype=np.uint8))
+
+
+def _isotropic(length: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Vectors of the given lengths pointing in uniformly random directions."""
+    cos_t = rng.uniform(-1.0, 1.0, length.size)
+    phi = rng.uniform(0.0, 2.0 * np.pi, length.size)
+    sin_t = np.sqrt(1.0 - cos_t * cos_t)
+    return length[:, None] * np.stack(
+        [sin_t * np.cos(phi), sin_t * np.sin(phi), cos_t], axis=1)

@@ -1,0 +1,74 @@
+"""Simulation parameters with their meaning and allowed ranges."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from galaxyview.errors import ParameterError
+
+THETA_MAX = 1.5
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameters of the gravity solver and the integrator (N-body units, G = 1).
+
+    theta: opening angle of the multipole acceptance criterion d > l/theta + delta, 0 < theta <= 1.5
+    dt: shared leapfrog time step, > 0
+    eps: Plummer softening length, >= 0
+    n_leaf: most particles in a leaf cell (cells at the deepest key level may hold more)
+    n_crit: most particles in a group that walks the tree together
+    G: gravitational constant (1 in N-body units)
+    """
+
+    theta: float = 0.75
+    dt: float = 1.0 / 64
+    eps: float = 0.05
+    n_leaf: int = 16
+    n_crit: int = 64
+    G: float = 1.0
+
+    def __post_init__(self):
+        check_theta(self.theta)
+        check_dt(self.dt)
+        check_eps(self.eps)
+        if not (isinstance(self.n_leaf, int) and 1 <= self.n_leaf <= 64):
+            raise ParameterError(f"n_leaf must be an integer in 1..64, got {self.n_leaf!r}")
+        if not (isinstance(self.n_crit, int) and self.n_leaf <= self.n_crit <= 1024):
+            raise ParameterError(
+                f"n_crit must be an integer in n_leaf..1024, got {self.n_crit!r}"
+            )
+        if not (_finite(self.G) and self.G > 0):
+            raise ParameterError(f"G must be a positive number, got {self.G!r}")
+
+    def with_(self, **changes) -> "Params":
+        """A copy with some values changed (None values are ignored), checked again."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def check_theta(theta) -> float:
+    if not (_finite(theta) and 0 < float(theta) <= THETA_MAX):
+        raise ParameterError(
+            f"theta must be in (0, {THETA_MAX}], got {theta!r} "
+            "(smaller is more accurate and slower; 0.4-0.8 is usual)"
+        )
+    return float(theta)
+
+
+def check_dt(dt) -> float:
+    if not (_finite(dt) and float(dt) > 0):
+        raise ParameterError(f"dt must be a positive number, got {dt!r}")
+    return float(dt)
+
+
+def check_eps(eps) -> float:
+    if not (_finite(eps) and float(eps) >= 0):
+        raise ParameterError(f"eps (softening) must be >= 0, got {eps!r}")
+    return float(eps)

@@ -1,0 +1,100 @@
+"""Particle state: float32 positions, velocities and masses plus per-particle tags."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from galaxyview.errors import GalaxyviewError
+
+
+class Component(enum.IntEnum):
+    """What a particle stands for; the viewer colours by it."""
+
+    DISK = 0
+    BULGE = 1
+    HALO = 2
+    BLACK_HOLE = 3
+    SATELLITE = 4
+    STAR = 5  # a generic star cluster particle (Plummer sphere, cold collapse)
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("_", " ")
+
+
+@dataclass
+class ParticleState:
+    """N particles in N-body units (G = 1).
+
+    pos, vel: (N, 3) float32; mass: (N,) float32; component: (N,) uint8 (Component);
+    galaxy: (N,) int16, which galaxy a particle was born in (0 for single-object scenes);
+    time: simulation time in N-body units.
+    """
+
+    pos: np.ndarray
+    vel: np.ndarray
+    mass: np.ndarray
+    component: np.ndarray = None
+    galaxy: np.ndarray = None
+    time: float = 0.0
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.pos = np.ascontiguousarray(self.pos, dtype=np.float32)
+        self.vel = np.ascontiguousarray(self.vel, dtype=np.float32)
+        self.mass = np.ascontiguousarray(self.mass, dtype=np.float32)
+        n = len(self.mass)
+        if self.component is None:
+            self.component = np.full(n, Component.STAR, dtype=np.uint8)
+        if self.galaxy is None:
+            self.galaxy = np.zeros(n, dtype=np.int16)
+        self.component = np.ascontiguousarray(self.component, dtype=np.uint8)
+        self.galaxy = np.ascontiguousarray(self.galaxy, dtype=np.int16)
+        self.validate()
+
+    @property
+    def n(self) -> int:
+        return len(self.mass)
+
+    def validate(self) -> None:
+        """Raise GalaxyviewError if shapes disagree or any value is not finite."""
+        n = len(self.mass)
+        if self.pos.shape != (n, 3) or self.vel.shape != (n, 3):
+            raise GalaxyviewError(
+                f"particle arrays disagree: pos {self.pos.shape}, vel {self.vel.shape}, "
+                f"mass {self.mass.shape}; expected (N, 3), (N, 3), (N,)"
+            )
+        if self.component.shape != (n,) or self.galaxy.shape != (n,):
+            raise GalaxyviewError("component and galaxy tags must have one entry per particle")
+        for name in ("pos", "vel", "mass"):
+            bad = ~np.isfinite(getattr(self, name))
+            if bad.any():
+                first = int(np.argwhere(bad)[0][0])
+                raise GalaxyviewError(
+                    f"{name} holds NaN or infinite values ({int(bad.sum())} entries, first at "
+                    f"particle {first}); the state is unusable: reload the scene or try a "
+                    f"smaller time step"
+                )
+        if (self.mass < 0).any():
+            raise GalaxyviewError("negative particle masses; masses must be >= 0")
+
+    def copy(self) -> "ParticleState":
+        return ParticleState(
+            self.pos.copy(), self.vel.copy(), self.mass.copy(), self.component.copy(),
+            self.galaxy.copy(), self.time, dict(self.meta),
+        )
+
+    @staticmethod
+    def concatenate(states: list["ParticleState"]) -> "ParticleState":
+        """Join several states (e.g. galaxies) into one; time and meta from the first."""
+        return ParticleState(
+            np.concatenate([s.pos for s in states]),
+            np.concatenate([s.vel for s in states]),
+            np.concatenate([s.mass for s in states]),
+            np.concatenate([s.component for s in states]),
+            np.concatenate([s.galaxy for s in states]),
+            states[0].time if states else 0.0,
+            dict(states[0].meta) if states else {},
+        )

@@ -1,0 +1,47 @@
+"""Physical units <-> N-body units (G = 1).
+
+A scene may state its length unit in kpc and mass unit in 1e10 Msun; the velocity and time units
+follow from G = 1.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+G_KPC_KMS2_PER_MSUN = 4.30091727e-6  # G in kpc (km/s)^2 / Msun
+KPC_KM = 3.0856775814913673e16
+MYR_S = 3.15576e13
+
+
+@dataclass(frozen=True)
+class UnitSystem:
+    """N-body unit system: one length unit is `length_kpc` kpc, one mass unit `mass_msun` Msun."""
+
+    length_kpc: float = 1.0
+    mass_msun: float = 1.0e10
+
+    @property
+    def velocity_kms(self) -> float:
+        """One N-body velocity unit in km/s."""
+        return math.sqrt(G_KPC_KMS2_PER_MSUN * self.mass_msun / self.length_kpc)
+
+    @property
+    def time_myr(self) -> float:
+        """One N-body time unit in Myr."""
+        return self.length_kpc * KPC_KM / self.velocity_kms / MYR_S
+
+    # conversions into N-body units
+    def length(self, kpc):
+        return kpc / self.length_kpc
+
+    def mass(self, msun):
+        return msun / self.mass_msun
+
+    def velocity(self, kms):
+        return kms / self.velocity_kms
+
+    def time(self, myr):
+        return myr / self.time_myr
+
+
+NBODY = None  # scenes without physical units carry units=None

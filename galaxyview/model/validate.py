@@ -1,0 +1,119 @@
+"""Typed, range-checked reads from a parsed TOML table, with errors that name the file and key."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from galaxyview.errors import SceneError
+
+_MISSING = object()
+
+
+class Table:
+    """A view of one TOML table. `where` is the dotted key path of the table (e.g. 'galaxy[1]').
+
+    Every read names the file, the key, the bad value and what is allowed when it fails.
+    `finish()` rejects keys nobody read (typos).
+    """
+
+    def __init__(self, data: dict, source: str | Path = "<scene>", where: str = ""):
+        if not isinstance(data, dict):
+            raise SceneError(f"{source}: [{where}] must be a table, got {data!r}")
+        self.data = data
+        self.source = str(source)
+        self.where = where
+        self._read: set[str] = set()
+
+    def key_path(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def error(self, key: str, value, allowed: str) -> SceneError:
+        return SceneError(f"{self.source}: {self.key_path(key)} = {value!r}: {allowed}")
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def _get(self, key, default):
+        self._read.add(key)
+        if key in self.data:
+            return self.data[key]
+        if default is _MISSING:
+            raise SceneError(f"{self.source}: {self.key_path(key)} is missing (required)")
+        return default
+
+    def number(self, key, default=_MISSING, *, lo=None, hi=None, lo_open=False, hi_open=False):
+        """A float (ints accepted) within [lo, hi] (open ends with lo_open / hi_open)."""
+        value = self._get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.error(key, value, "must be a finite number")
+        bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
+        bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
+        if bad_lo or bad_hi:
+            left = "(" if lo_open else "["
+            right = ")" if hi_open else "]"
+            lo_s = "-inf" if lo is None else f"{lo:g}"
+            hi_s = "inf" if hi is None else f"{hi:g}"
+            raise self.error(key, value, f"must be in {left}{lo_s}, {hi_s}{right}")
+        return float(value)
+
+    def integer(self, key, default=_MISSING, *, lo=None, hi=None):
+        value = self._get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, value, "must be an integer")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise self.error(key, value, f"must be an integer in [{lo}, {hi}]")
+        return int(value)
+
+    def string(self, key, default=_MISSING, *, choices=None):
+        value = self._get(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.error(key, value, "must be a string")
+        if choices is not None and value not in choices:
+            raise self.error(key, value, f"must be one of {', '.join(map(repr, choices))}")
+        return value
+
+    def boolean(self, key, default=_MISSING):
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, value, "must be true or false")
+        return value
+
+    def vector(self, key, default=_MISSING, *, length=3):
+        value = self._get(key, default)
+        if value is None:
+            return None
+        ok = (isinstance(value, list) and len(value) == length and
+              all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                  for v in value))
+        if not ok:
+            raise self.error(key, value, f"must be a list of {length} finite numbers")
+        return [float(v) for v in value]
+
+    def table(self, key, default=_MISSING) -> "Table | None":
+        value = self._get(key, default)
+        if value is None:
+            return None
+        return Table(value, self.source, self.key_path(key))
+
+    def tables(self, key, default=_MISSING) -> list["Table"]:
+        """An array of tables ([[key]] in TOML)."""
+        value = self._get(key, default)
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self.error(key, value, "must be an array of tables ([[...]])")
+        return [Table(v, self.source, f"{self.key_path(key)}[{i}]") for i, v in enumerate(value)]
+
+    def finish(self) -> None:
+        """Raise on keys that were never read: usually a typo."""
+        unknown = sorted(set(self.data) - self._read)
+        if unknown:
+            known = ", ".join(sorted(self._read)) or "none"
+            raise SceneError(
+                f"{self.source}: unknown key(s) {', '.join(self.key_path(k) for k in unknown)}; "
+                f"known here: {known}"
+            )
