@@ -1,0 +1,3 @@
+from galaxyview.cli.main import main
+
+raise SystemExit(main())

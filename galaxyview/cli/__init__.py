@@ -1,0 +1,1 @@
+"""Command line: argument parsing only; the work is in galaxyview.jobs, movie and app."""

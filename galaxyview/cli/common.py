@@ -1,0 +1,54 @@
+"""Argument types and options shared by several commands."""
+from __future__ import annotations
+
+import argparse
+
+from galaxyview.engines import BACKENDS
+from galaxyview.errors import ParameterError
+from galaxyview.model.params import check_dt, check_eps, check_theta
+
+
+def _checked(check):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        try:
+            return check(value)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = check.__name__.removeprefix("check_")
+    return parse
+
+
+theta_type = _checked(check_theta)
+dt_type = _checked(check_dt)
+eps_type = _checked(check_eps)
+
+
+def count_type(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def add_backend(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help="engine: gpu (CUDA via pycuda), cpu (numpy), or auto: the GPU when "
+                             "pycuda and a CUDA device are usable (default: auto)")
+
+
+def add_physics(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--theta", type=theta_type, help="opening angle, 0 < theta <= 1.5 "
+                        "(default: the scene's)")
+    parser.add_argument("--dt", type=dt_type, help="time step, N-body units (default: the scene's)")
+    parser.add_argument("--eps", type=eps_type, help="Plummer softening, N-body units "
+                        "(default: the scene's)")
+    parser.add_argument("--n", type=count_type, help="particle count (scenes rescale; default: "
+                        "the scene's default for the engine in use)")

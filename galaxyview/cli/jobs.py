@@ -1,0 +1,158 @@
+"""Handlers of the headless commands: parse -> job -> print."""
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from galaxyview.cli.main import print_json
+from galaxyview.errors import GalaxyviewError
+
+
+@contextmanager
+def progress_bar(total: int, desc: str, unit: str = "step"):
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
+               disable=None)  # None: off when stderr is not a terminal
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+
+
+def _say(args, text: str) -> None:
+    """Notes for people go to stderr, so --json output stays clean."""
+    print(text, file=sys.stderr)
+
+
+def check_output_path(out: str | None, overwrite: bool) -> None:
+    """Fail before any work if --out cannot be written or would overwrite without asking."""
+    if out is None:
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise GalaxyviewError(f"--out {out}: is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise GalaxyviewError(f"--out {out}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise GalaxyviewError(f"--out {out}: folder {folder} is not writable")
+    if path.exists() and not overwrite:
+        if sys.stdin is not None and sys.stdin.isatty():
+            answer = input(f"{out} exists. Overwrite? [y/N] ").strip().lower()
+            if answer in ("y", "yes"):
+                return
+        raise GalaxyviewError(f"--out {out} exists; pass --overwrite to replace it")
+
+
+def cmd_run(args) -> int:
+    from galaxyview.jobs.run import run
+    from galaxyview.simulation import open_simulation
+
+    check_output_path(args.out, args.overwrite)
+    sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps)
+    try:
+        _say(args, f"{sim.name}: {sim.engine.n} particles, {sim.why}")
+        with progress_bar(args.steps, sim.name) as update:
+            result = run(sim.engine, sim.name, args.steps, update,
+                         sim.units.time_myr if sim.units else None)
+        if args.out:
+            from galaxyview.model.tipsy import write_tipsy_state
+
+            _, pot = sim.engine.accelerations()
+            write_tipsy_state(args.out, sim.engine.state(), eps=sim.engine.params.eps,
+                              phi=pot, overwrite=True)
+            result.out = args.out
+    finally:
+        sim.close()
+    if args.json:
+        print_json(result.as_dict())
+        return 0
+    t = f"t = {result.t_start:g} -> {result.t_end:g}"
+    if result.time_unit_myr:
+        t += f" ({result.t_end * result.time_unit_myr:.1f} Myr)"
+    print(f"{result.name}: N = {result.n}, {result.steps} steps of dt = {result.dt:g}, {t}, "
+          f"theta = {result.theta:g}, eps = {result.eps:g}, engine {result.device}")
+    print(f"  relative energy error  {result.rel_energy_error:.3e}")
+    print(f"  momentum drift         {result.momentum_drift:.3e} (|dP| / sum m|v|)")
+    print(f"  angular momentum drift {result.angular_momentum_drift:.3e}")
+    print(f"  time per step          {result.ms_per_step_median:.2f} ms (median); "
+          f"wall {result.wall_s:.2f} s")
+    if result.out:
+        print(f"  final state written to {result.out}")
+    return 0
+
+
+def cmd_accuracy(args) -> int:
+    from galaxyview.jobs.accuracy import accuracy
+    from galaxyview.model.ics.plummer import plummer_sphere
+
+    if args.scene:
+        from galaxyview.model.scene import load_scene
+
+        scene = load_scene(args.scene)
+        state = scene.build(n=args.n, backend="cpu")
+        name, eps = scene.name, args.eps if args.eps is not None else scene.params.eps
+    else:
+        n = args.plummer or args.n or 16384
+        state = plummer_sphere(n, np.random.default_rng(1))
+        name, eps = f"plummer-{n}", 0.05 if args.eps is None else args.eps
+    sample = args.sample or (None if state.n <= 32768 else 4096)
+    with progress_bar(len(args.theta) + 1, "accuracy", unit="solve") as update:
+        result = accuracy(state, name, args.theta, eps, args.backend, sample, progress=update)
+    if args.json:
+        print_json(result.as_dict())
+        return 0
+    print(f"{result.name}: N = {result.n}, eps = {result.eps:g}, {result.device}; "
+          f"reference: {result.reference}")
+    print(f"{'theta':>6} {'p50':>10} {'p90':>10} {'p99':>10} {'pot p50':>10} {'pp/part':>8} "
+          f"{'pc/part':>8} {'ms':>9}")
+    for r in result.rows:
+        print(f"{r.theta:6.3g} {r.p50:10.3e} {r.p90:10.3e} {r.p99:10.3e} {r.pot_p50:10.3e} "
+              f"{r.pp_per_particle:8.0f} {r.pc_per_particle:8.0f} {r.force_ms:9.1f}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from galaxyview.engines import resolve_backend
+    from galaxyview.jobs.bench import bench_one
+
+    kind, why = resolve_backend(args.backend)
+    ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
+    rows, device = [], None
+    _say(args, why)
+    with progress_bar(len(ns) * len(args.theta), "bench", unit="case") as update:
+        for n in ns:
+            for theta in args.theta:
+                row, device = bench_one(kind, n, theta, args.steps, args.warmup)
+                rows.append(row)
+                update(1)
+    if args.json:
+        print_json({"backend": kind, "device": device, "steps": args.steps,
+                    "warmup": args.warmup, "rows": [r.as_dict() for r in rows]})
+        return 0
+    print(f"{device}: Plummer, eps 0.05, dt 1/16, medians of {args.steps} steps after "
+          f"{args.warmup} warm-up")
+    print(f"{'N':>9} {'theta':>5} {'sort':>7} {'build':>7} {'mpole':>7} {'walk':>8} {'integ':>7} "
+          f"{'step':>8} {'pp/p':>6} {'pc/p':>6} {'TFLOP/s':>7} {'Mpart/s':>8} {'vs Bonsai':>10}")
+    for r in rows:
+        ph = r.phases_ms
+        vs = f"{r.bonsai['step_ratio']:.2f}x" if r.bonsai else "-"
+        print(f"{r.n:9d} {r.theta:5.2f} {ph['keys_sort']:7.2f} {ph['build']:7.2f} "
+              f"{ph['multipoles']:7.2f} {ph['walk']:8.2f} {ph['integrate']:7.2f} {r.step_ms:8.2f} "
+              f"{r.pp_per_particle:6.0f} {r.pc_per_particle:6.0f} {r.walk_tflops:7.3f} "
+              f"{r.particles_per_s / 1e6:8.2f} {vs:>10}")
+    return 0
+
+
+def cmd_scenes(args) -> int:
+    from galaxyview.model.scene import shipped_scenes
+
+    scenes = shipped_scenes()
+    width = max((len(s[0]) for s in scenes), default=0)
+    for name, description, _ in scenes:
+        print(f"{name:<{width}}  {description}")
+    return 0

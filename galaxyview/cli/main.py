@@ -1,0 +1,110 @@
+"""`galaxyview` command line: the viewer by default, and run, accuracy, bench, scenes, record."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from galaxyview import __version__
+from galaxyview.cli import common
+from galaxyview.errors import GalaxyviewError
+
+COMMANDS = ("run", "accuracy", "bench", "scenes", "record", "view")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="galaxyview",
+        description="Real-time galaxy collisions on a GPU Barnes-Hut tree code. With no command "
+                    "(or 'view'), opens the viewer: galaxyview [SCENE] [--backend B] [--n N] ...",
+    )
+    parser.add_argument("--version", action="version", version=f"galaxyview {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    from galaxyview.cli import view
+
+    p = sub.add_parser("view", help="open the viewer window (the default command)",
+                       description="Open the viewer window on a scene or snapshot.")
+    view.add_view_arguments(p)
+
+    p = sub.add_parser("run", help="evolve a scene or snapshot headless",
+                       description="Evolve a scene or snapshot without a window and report the "
+                                   "energy error, momentum drift and timing.")
+    p.add_argument("source", metavar="SCENE|SNAPSHOT",
+                   help="a shipped scene's name, a .toml scene file or a Tipsy snapshot")
+    p.add_argument("--steps", type=common.count_type, default=100, help="steps to take (100)")
+    common.add_backend(p)
+    common.add_physics(p)
+    p.add_argument("--out", metavar="FILE", help="write the final state as a Tipsy snapshot")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.add_argument("--json", action="store_true", help="print one JSON summary object")
+
+    p = sub.add_parser("accuracy", help="tree force errors against direct summation",
+                       description="Force-error percentiles of the tree code against float64 "
+                                   "direct summation, and interactions per particle, per theta.")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--plummer", type=common.count_type, metavar="N",
+                     help="a Plummer sphere of N particles (default 16384)")
+    src.add_argument("scene", nargs="?", metavar="SCENE", help="a scene name or .toml file")
+    p.add_argument("--theta", type=common.theta_type, nargs="+", default=[0.3, 0.5, 0.75])
+    p.add_argument("--eps", type=common.eps_type, default=None,
+                   help="softening (default: 0.05, or the scene's)")
+    p.add_argument("--n", type=common.count_type, help="particle count for a scene")
+    p.add_argument("--sample", type=common.count_type, default=None,
+                   help="compare on this many random particles (default: all up to 32768)")
+    common.add_backend(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("bench", help="time the engine's step phases on a Plummer sphere",
+                       description="Per-phase step times on a Plummer sphere (eps 0.05, dt 1/16, "
+                                   "tree rebuilt every step), medians after warm-up; walk "
+                                   "TFLOP/s by Bonsai's count (23 per p-p, 65 per p-c).")
+    p.add_argument("--n", type=common.count_type, nargs="+", default=None,
+                   help="particle counts (default: 65536 on the CPU, 1M 4M 16M on the GPU)")
+    p.add_argument("--theta", type=common.theta_type, nargs="+", default=[0.4, 0.75])
+    p.add_argument("--steps", type=common.count_type, default=5, help="timed steps (5)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps first (2)")
+    common.add_backend(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    sub.add_parser("scenes", help="list the shipped scenes",
+                   description="List the shipped scenes, one line each.")
+
+    from galaxyview.cli import record
+
+    record.add_record_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # no command: the viewer, with the same arguments as 'view'
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["view", *argv]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "view":
+            from galaxyview.cli import view
+
+            return view.run_view(args)
+        if args.command == "record":
+            from galaxyview.cli import record
+
+            return record.run_record(args)
+        from galaxyview.cli import jobs
+
+        return getattr(jobs, f"cmd_{args.command}")(args)
+    except GalaxyviewError as exc:
+        print(f"galaxyview: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("galaxyview: error: out of memory; try a smaller --n", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("galaxyview: interrupted", file=sys.stderr)
+        return 130
+
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, default=float))

@@ -1,0 +1,82 @@
+"""`galaxyview bench`: per-phase step timings on a Plummer sphere, compared with Bonsai.
+
+Timings are the engine's own per-phase figures (CUDA events on the GPU, perf_counter on the CPU),
+taken after warm-up steps; medians over the timed steps.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from galaxyview.engines import PHASES, create_engine
+from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.params import Params
+
+FLOPS_PP = 23  # Bonsai's count per particle-particle interaction
+FLOPS_PC = 65  # and per particle-cell interaction
+
+# Bonsai on an H200 (sm_90, Plummer, eps 0.05, dt 1/16, rebuild every step): (N, theta) ->
+# (walk ms, build ms, step ms)
+BONSAI_H200 = {
+    (1 << 20, 0.4): (14.35, 1.89, 16.5),
+    (1 << 20, 0.75): (4.31, 1.93, 6.5),
+    (1 << 22, 0.4): (61.7, 5.18, 67.5),
+    (1 << 22, 0.75): (18.0, 5.17, 23.8),
+    (1 << 24, 0.4): (262.7, 21.1, 286.0),
+    (1 << 24, 0.75): (78.4, 21.1, 101.6),
+}
+
+
+@dataclass
+class BenchRow:
+    n: int
+    theta: float
+    phases_ms: dict
+    step_ms: float
+    build_ms: float  # keys_sort + build + multipoles
+    pp_per_particle: float
+    pc_per_particle: float
+    walk_tflops: float
+    particles_per_s: float
+    device_bytes_per_particle: float | None = None
+    bonsai: dict | None = field(default=None)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 2,
+              eps: float = 0.05, dt: float = 1.0 / 16, seed: int = 1) -> tuple[BenchRow, str]:
+    state = plummer_sphere(n, np.random.default_rng(seed))
+    engine, _ = create_engine(backend, Params(theta=theta, dt=dt, eps=eps))
+    try:
+        engine.load(state)
+        engine.step(warmup)
+        samples = {p: [] for p in PHASES}
+        pp, pc = [], []
+        for _ in range(steps):
+            engine.step(1)
+            for p in PHASES:
+                samples[p].append(engine.stats.timings_ms.get(p, 0.0))
+            pp.append(engine.stats.pp_per_particle)
+            pc.append(engine.stats.pc_per_particle)
+        phases = {p: float(np.median(v)) for p, v in samples.items()}
+        step = float(sum(phases.values()))
+        build = phases["keys_sort"] + phases["build"] + phases["multipoles"]
+        pp_m, pc_m = float(np.median(pp)), float(np.median(pc))
+        walk_s = phases["walk"] / 1e3
+        tflops = (FLOPS_PP * pp_m + FLOPS_PC * pc_m) * n / walk_s / 1e12 if walk_s > 0 else 0.0
+        mem = getattr(engine, "device_bytes", None)
+        row = BenchRow(n, theta, phases, step, build, pp_m, pc_m, tflops,
+                       n / (step / 1e3) if step > 0 else 0.0,
+                       (mem() / n) if callable(mem) else None)
+        ref = BONSAI_H200.get((n, theta))
+        if ref is not None and engine.name == "gpu":
+            walk, bbuild, bstep = ref
+            row.bonsai = {"walk_ms": walk, "build_ms": bbuild, "step_ms": bstep,
+                          "walk_ratio": phases["walk"] / walk, "build_ratio": build / bbuild,
+                          "step_ratio": step / bstep}
+        return row, engine.device_name
+    finally:
+        engine.close()
