@@ -10,12 +10,10 @@ from pathlib import Path
 
 from galaxyview.engines import create_engine, resolve_backend
 from galaxyview.engines.base import Engine
-from galaxyview.errors import SceneError
 from galaxyview.model.params import Params
+from galaxyview.model.scene import load_initial_state
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
-
-SNAPSHOT_SUFFIXES = (".tipsy", ".std", ".bin", ".dat")
 
 
 @dataclass
@@ -38,28 +36,6 @@ class Simulation:
         self.engine.close()
 
 
-def is_snapshot(source: str) -> bool:
-    path = Path(source)
-    return path.suffix.lower() in SNAPSHOT_SUFFIXES or (path.is_file() and path.suffix != ".toml")
-
-
-def load_source(source: str, backend: str = "cpu", n: int | None = None):
-    """(name, state, scene or None, params from the scene or None, units or None)."""
-    if is_snapshot(source):
-        from galaxyview.model.tipsy import read_tipsy_state
-
-        if n is not None:
-            raise SceneError(f"{source}: --n applies to scenes, not to snapshots "
-                             "(a snapshot has a fixed particle count)")
-        state = read_tipsy_state(source)
-        return Path(source).stem, state, None, None, None
-    from galaxyview.model.scene import load_scene
-
-    scene = load_scene(source)
-    state = scene.build(n=n, backend=backend)
-    return scene.name, state, scene, scene.params, scene.units
-
-
 def open_simulation(source: str, backend: str = "auto", n: int | None = None,
                     theta: float | None = None, dt: float | None = None,
                     eps: float | None = None, gravity: str = "tree") -> Simulation:
@@ -68,8 +44,10 @@ def open_simulation(source: str, backend: str = "auto", n: int | None = None,
     The scene's default particle count depends on the engine, so the backend is resolved first.
     """
     kind, _ = resolve_backend(backend)
-    name, state, scene, scene_params, units = load_source(source, kind, n)
-    base = scene_params or Params()
+    state, scene = load_initial_state(source, n, kind)
+    name = scene.name if scene else Path(source).stem
+    base = scene.params if scene else Params()
+    units = scene.units if scene else None
     params = base.with_(theta=theta, dt=dt, eps=eps)
     engine, why = create_engine(kind, params, gravity=gravity)
     try:

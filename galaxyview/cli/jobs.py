@@ -60,11 +60,10 @@ def cmd_run(args) -> int:
             result = run(sim.engine, sim.name, args.steps, update,
                          sim.units.time_myr if sim.units else None)
         if args.out:
-            from galaxyview.model.tipsy import write_tipsy_state
+            from galaxyview.model.tipsy import save_state
 
             _, pot = sim.engine.accelerations()
-            write_tipsy_state(args.out, sim.engine.state(), eps=sim.engine.params.eps,
-                              phi=pot, overwrite=True)
+            save_state(args.out, sim.engine.state(), sim.engine.params, pot, overwrite=True)
             result.out = args.out
     finally:
         sim.close()

@@ -40,8 +40,8 @@ def _momenta(state):
     mass = state.mass.astype(np.float64)
     pos = state.pos.astype(np.float64)
     vel = state.vel.astype(np.float64)
-    p = diagnostics.linear_momentum(mass, vel)
-    l = diagnostics.angular_momentum(mass, pos, vel)
+    p = diagnostics.linear_momentum(vel, mass)
+    l = diagnostics.angular_momentum(pos, vel, mass)
     # scales for relative drifts: sum m|v| and sum m|x x v|
     p_scale = float(np.sum(mass * np.linalg.norm(vel, axis=1))) or 1.0
     l_scale = float(np.sum(mass * np.linalg.norm(np.cross(pos, vel), axis=1))) or 1.0

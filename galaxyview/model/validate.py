@@ -51,11 +51,7 @@ class Table:
         bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
         bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
         if bad_lo or bad_hi:
-            left = "(" if lo_open else "["
-            right = ")" if hi_open else "]"
-            lo_s = "-inf" if lo is None else f"{lo:g}"
-            hi_s = "inf" if hi is None else f"{hi:g}"
-            raise self.error(key, value, f"must be in {left}{lo_s}, {hi_s}{right}")
+            raise self.error(key, value, "must be " + _range_text(lo, hi, lo_open, hi_open))
         return float(value)
 
     def integer(self, key, default=_MISSING, *, lo=None, hi=None):
@@ -65,7 +61,7 @@ class Table:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(key, value, "must be an integer")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise self.error(key, value, f"must be an integer in [{lo}, {hi}]")
+            raise self.error(key, value, "must be an integer " + _range_text(lo, hi))
         return int(value)
 
     def string(self, key, default=_MISSING, *, choices=None):
@@ -80,6 +76,8 @@ class Table:
 
     def boolean(self, key, default=_MISSING):
         value = self._get(key, default)
+        if value is None or (value is default and key not in self.data):
+            return value
         if not isinstance(value, bool):
             raise self.error(key, value, "must be true or false")
         return value
@@ -117,3 +115,14 @@ class Table:
                 f"{self.source}: unknown key(s) {', '.join(self.key_path(k) for k in unknown)}; "
                 f"known here: {known}"
             )
+
+
+def _range_text(lo, hi, lo_open=False, hi_open=False) -> str:
+    """'in [0, 1)', '> 0', '<= 5' ... for error messages."""
+    if lo is not None and hi is not None:
+        return f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    if lo is not None:
+        return f"{'>' if lo_open else '>='} {lo:g}"
+    if hi is not None:
+        return f"{'<' if hi_open else '<='} {hi:g}"
+    return "a number"

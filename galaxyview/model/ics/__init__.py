@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 MODELS: dict[str, "Model"] = {}
+_loaded = False
 
 
 @dataclass(frozen=True)
@@ -27,21 +28,23 @@ def register(name: str, parse, build, summary: str = "") -> None:
 
 
 def _load_builtin_models() -> None:
-    """Import the modules that register the shipped models."""
+    """Import the modules that register the shipped models (once)."""
+    global _loaded
+    if _loaded:
+        return
     import importlib
     import pkgutil
 
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
+    _loaded = True
 
 
 def get_model(name: str) -> Model | None:
-    if not MODELS:
-        _load_builtin_models()
+    _load_builtin_models()
     return MODELS.get(name)
 
 
 def model_names() -> list[str]:
-    if not MODELS:
-        _load_builtin_models()
+    _load_builtin_models()
     return sorted(MODELS)

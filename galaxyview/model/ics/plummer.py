@@ -1,8 +1,11 @@
 """Plummer sphere (Aarseth, Henon & Wielen 1974 sampling) in Henon units: M = 1, E = -1/4."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from galaxyview.model.ics import register
 from galaxyview.model.state import Component, ParticleState
 
 HENON_SCALE = 3.0 * np.pi / 16.0  # Plummer scale length a in Henon units (virial radius 1)
@@ -49,3 +52,39 @@ def _isotropic(length: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     sin_t = np.sqrt(1.0 - cos_t * cos_t)
     return length[:, None] * np.stack(
         [sin_t * np.cos(phi), sin_t * np.sin(phi), cos_t], axis=1)
+
+
+# -- scene model "plummer" ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlummerConfig:
+    """A Plummer sphere in N-body units: total mass, virial radius, centre and bulk velocity."""
+
+    mass: float = 1.0
+    radius: float = 1.0
+    center: tuple = (0.0, 0.0, 0.0)
+    velocity: tuple = (0.0, 0.0, 0.0)
+
+
+def parse(table, units) -> PlummerConfig:
+    """Keys (all optional): mass, radius (virial radius), center [3], velocity [3]; in the
+    scene's units (1e10 Msun, kpc, km/s) when it has [units], else N-body (Henon) units."""
+    mass = table.number("mass", 1.0, lo=0, lo_open=True)
+    radius = table.number("radius", 1.0, lo=0, lo_open=True)
+    center = table.vector("center", [0.0, 0.0, 0.0])
+    velocity = table.vector("velocity", [0.0, 0.0, 0.0])
+    table.finish()
+    if units is not None:
+        mass, radius = units.mass(mass * 1e10), units.length(radius)
+        center = [units.length(x) for x in center]
+        velocity = [units.velocity(v) for v in velocity]
+    return PlummerConfig(mass, radius, tuple(center), tuple(velocity))
+
+
+def build(config: PlummerConfig, n: int, rng: np.random.Generator) -> ParticleState:
+    state = plummer_sphere(n, rng, mass=config.mass, scale=config.radius)
+    state.pos += np.asarray(config.center, np.float32)
+    state.vel += np.asarray(config.velocity, np.float32)
+    return state
+
+
+register("plummer", parse, build, "Plummer sphere in virial equilibrium (star cluster)")

@@ -1,0 +1,89 @@
+"""Slider plus spin box for one number, on a linear or logarithmic slider scale."""
+from __future__ import annotations
+
+import math
+
+from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QSlider, QWidget
+
+SLIDER_STEPS = 1000
+
+
+class NumberControl(QWidget):
+    """A spin box (the value) and a slider (a quick way to it). `committed` fires with the new
+    value once the user settles: Enter or focus out in the box, release of the slider, or a
+    slider key step. On a log scale the slider's lowest position means `zero_at_min` (e.g. 0)."""
+
+    committed = pyqtSignal(float)
+
+    def __init__(self, lo: float, hi: float, value: float, decimals: int = 3, log: bool = False,
+                 zero_at_min: bool = False, suffix: str = "", parent=None):
+        super().__init__(parent)
+        self.lo, self.hi, self.log, self.zero_at_min = lo, hi, log, zero_at_min
+        self.spin = QDoubleSpinBox()
+        self.spin.setDecimals(decimals)
+        self.spin.setRange(0.0 if zero_at_min else lo, hi)
+        self.spin.setSingleStep(10 ** -(decimals - 1) if decimals else 1)
+        self.spin.setKeyboardTracking(False)
+        self.spin.setSuffix(suffix)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, SLIDER_STEPS)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.slider, 3)
+        layout.addWidget(self.spin, 2)
+        self._quiet = False
+        self.set_value(value)
+        self.spin.valueChanged.connect(self._spin_changed)
+        self.slider.valueChanged.connect(self._slider_moved)
+        self.slider.sliderReleased.connect(self._slider_released)
+
+    # slider position <-> value
+    def to_slider(self, value: float) -> int:
+        if self.log:
+            if value <= self.lo:
+                return 0
+            t = math.log(value / self.lo) / math.log(self.hi / self.lo)
+        else:
+            t = (value - self.lo) / (self.hi - self.lo)
+        return round(min(max(t, 0.0), 1.0) * SLIDER_STEPS)
+
+    def from_slider(self, pos: int) -> float:
+        t = pos / SLIDER_STEPS
+        if self.log:
+            if pos == 0 and self.zero_at_min:
+                return 0.0
+            return self.lo * (self.hi / self.lo) ** t
+        return self.lo + t * (self.hi - self.lo)
+
+    def value(self) -> float:
+        return self.spin.value()
+
+    def set_value(self, value: float) -> None:
+        """Show `value` without committing it."""
+        self._quiet = True
+        try:
+            self.spin.setValue(value)
+            self.slider.setValue(self.to_slider(value))
+        finally:
+            self._quiet = False
+
+    def _spin_changed(self, value: float) -> None:
+        if self._quiet:
+            return
+        self._quiet = True
+        self.slider.setValue(self.to_slider(value))
+        self._quiet = False
+        self.committed.emit(value)
+
+    def _slider_moved(self, pos: int) -> None:
+        if self._quiet:
+            return
+        self._quiet = True
+        self.spin.setValue(self.from_slider(pos))
+        self._quiet = False
+        if not self.slider.isSliderDown():  # keys and clicks on the groove commit at once
+            self.committed.emit(self.spin.value())
+
+    def _slider_released(self) -> None:
+        self.committed.emit(self.spin.value())

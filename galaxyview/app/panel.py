@@ -1,0 +1,119 @@
+"""The control panel: scene, physics, playback, camera and look controls (layout only; the
+window connects them)."""
+from __future__ import annotations
+
+from PyQt6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                             QPushButton, QSpinBox, QVBoxLayout, QWidget)
+
+from galaxyview.app.controls import NumberControl
+from galaxyview.model.params import THETA_MAX
+from galaxyview.render.look import COLOUR_MODES, MAX_TREE_LEVEL, TONE_MAPS, Look
+
+N_MAX = 2**28
+
+
+def _group(title: str, parent_layout) -> QFormLayout:
+    box = QGroupBox(title)
+    form = QFormLayout(box)
+    parent_layout.addWidget(box)
+    return form
+
+
+class ControlPanel(QWidget):
+    def __init__(self, look: Look, parent=None):
+        super().__init__(parent)
+        self.setMinimumWidth(300)
+        layout = QVBoxLayout(self)
+
+        form = _group("Scene", layout)
+        self.scene = QComboBox()
+        self.open = QPushButton("Open…")
+        self.open.setToolTip("Open a .toml scene file or a Tipsy snapshot (Ctrl+O)")
+        row = QHBoxLayout()
+        row.addWidget(self.scene, 1)
+        row.addWidget(self.open)
+        form.addRow("Scene", row)
+        self.n = QSpinBox()
+        self.n.setRange(1, N_MAX)
+        self.n.setGroupSeparatorShown(True)
+        self.n.setKeyboardTracking(False)
+        self.n.setToolTip("Particle count; the scene is built again with it")
+        form.addRow("Particles", self.n)
+        self.engine = QLabel("–")
+        self.engine.setWordWrap(True)
+        form.addRow("Engine", self.engine)
+        self.reset = QPushButton("Reset")
+        self.reset.setToolTip("Back to the initial state (Ctrl+R)")
+        form.addRow(self.reset)
+
+        form = _group("Physics (takes effect on the next step)", layout)
+        self.theta = NumberControl(0.05, THETA_MAX, 0.75, decimals=3)
+        self.theta.setToolTip("Opening angle: smaller is more accurate and slower")
+        form.addRow("θ", self.theta)
+        self.dt = NumberControl(1e-5, 0.5, 1 / 64, decimals=6, log=True)
+        self.dt.setToolTip("Shared leapfrog time step (N-body units)")
+        form.addRow("dt", self.dt)
+        self.eps = NumberControl(1e-4, 2.0, 0.05, decimals=4, log=True, zero_at_min=True)
+        self.eps.setToolTip("Plummer softening length (N-body units)")
+        form.addRow("ε", self.eps)
+
+        form = _group("Run", layout)
+        row = QHBoxLayout()
+        self.play = QPushButton("Play")
+        self.play.setCheckable(True)
+        self.play.setToolTip("Play / pause (Space)")
+        self.step = QPushButton("Step")
+        self.step.setToolTip("One step (N)")
+        row.addWidget(self.play)
+        row.addWidget(self.step)
+        form.addRow(row)
+        self.steps_per_frame = QSpinBox()
+        self.steps_per_frame.setRange(1, 1000)
+        self.steps_per_frame.setKeyboardTracking(False)
+        form.addRow("Steps per frame", self.steps_per_frame)
+
+        form = _group("Camera", layout)
+        row = QHBoxLayout()
+        self.fit = QPushButton("Fit")
+        self.fit.setToolTip("Frame the particles (F)")
+        self.fly = QCheckBox("Fly")
+        self.fly.setToolTip("Fly mode: drag looks around, W/A/S/D/Q/E move (G)")
+        self.auto_orbit = QCheckBox("Turn")
+        self.auto_orbit.setToolTip("Turn slowly about the vertical axis (T)")
+        row.addWidget(self.fit)
+        row.addWidget(self.fly)
+        row.addWidget(self.auto_orbit)
+        form.addRow(row)
+        form.addRow(QLabel("drag: orbit · right/shift drag: pan · wheel: zoom"))
+
+        form = _group("Look", layout)
+        self.point_size = NumberControl(0.5, 16.0, look.point_size, decimals=1)
+        form.addRow("Point size", self.point_size)
+        self.exposure = NumberControl(0.01, 100.0, look.exposure, decimals=2, log=True)
+        form.addRow("Exposure", self.exposure)
+        self.colour = QComboBox()
+        self.colour.addItems(COLOUR_MODES)
+        self.colour.setToolTip("Colour by component or by speed (C)")
+        form.addRow("Colour by", self.colour)
+        self.tone_map = QComboBox()
+        self.tone_map.addItems(TONE_MAPS)
+        form.addRow("Tone map", self.tone_map)
+        row = QHBoxLayout()
+        self.boxes = QCheckBox("Tree boxes")
+        self.boxes.setToolTip("Octree overlay (B)")
+        self.box_lo, self.box_hi = QSpinBox(), QSpinBox()
+        for spin, value in ((self.box_lo, look.box_levels[0]), (self.box_hi, look.box_levels[1])):
+            spin.setRange(0, MAX_TREE_LEVEL)
+            spin.setValue(value)
+        row.addWidget(self.boxes)
+        row.addWidget(QLabel("levels"))
+        row.addWidget(self.box_lo)
+        row.addWidget(QLabel("to"))
+        row.addWidget(self.box_hi)
+        form.addRow(row)
+
+        self.record = QPushButton("Record…")
+        self.record.setCheckable(True)
+        self.record.setToolTip("Record the canvas into an mp4 movie (Ctrl+M)")
+        layout.addWidget(self.record)
+        layout.addStretch(1)

@@ -1,0 +1,143 @@
+"""One running simulation in the window: its worker thread, how positions reach the vertex
+buffer, the energy reference, and everything the GUI thread may touch of the engine."""
+from __future__ import annotations
+
+from PyQt6.QtCore import QObject, pyqtSignal
+
+from galaxyview.app.worker import StepWorker
+from galaxyview.render.boxes import engine_boxes
+from galaxyview.render.sources import HostSource, framing_positions, make_source
+
+_retired: list = []  # workers finishing their last step after their session has ended
+
+
+class Session(QObject):
+    """Owns the simulation's worker; `frame` is the newest state not yet in the vertex buffer.
+
+    The GUI thread touches the engine only through try_engine(): it takes the worker's lock
+    without waiting, so it never blocks on a step (it tries again at the next paint).
+    """
+
+    changed = pyqtSignal(object)  # a Frame from the worker
+    failed = pyqtSignal(str)
+
+    def __init__(self, sim, canvas):
+        super().__init__()
+        self.sim, self.canvas = sim, canvas
+        canvas.set_current()
+        self.source = make_source(sim.engine, canvas.renderer, canvas.context)
+        self.host = isinstance(self.source, HostSource)
+        self.worker = w = StepWorker(sim.engine, sim.initial, host_path=self.host)
+        w.frame_ready.connect(self._on_frame)
+        w.failed.connect(self.failed)
+        w.batch_failed.connect(self._on_batch_failed)
+        self.frame = None  # newest state, not drawn yet
+        self.last = None  # newest state reported
+        self.e0 = None
+        self.energy_error = None
+        self.positions = framing_positions(sim.initial.pos, sim.initial.component)
+        self._boxes_key = None
+        w.start()
+        w.measure()  # the first picture and the reference energy
+
+    @property
+    def engine(self):
+        return self.sim.engine
+
+    @property
+    def busy(self) -> bool:
+        """A step batch is posted or its result not drawn yet."""
+        return self.worker.pending_steps > 0 or self.frame is not None
+
+    def post_steps(self, n: int) -> bool:
+        if self.busy:
+            return False
+        self.worker.post_steps(n)
+        return True
+
+    def _on_frame(self, frame) -> None:
+        if frame.kind == "steps":
+            self.worker.pending_steps -= 1
+        self.last = frame
+        if frame.kind != "params":
+            self.frame = frame
+        if frame.energy is not None:
+            if self.e0 is None or frame.kind == "reset":
+                self.e0 = frame.energy
+            self.energy_error = (frame.energy - self.e0) / max(abs(self.e0), 1e-300)
+        self.changed.emit(frame)
+
+    def _on_batch_failed(self) -> None:
+        self.worker.pending_steps -= 1
+
+    def try_engine(self, fn):
+        """(True, fn()) when the worker is idle, else (False, None); never waits."""
+        lock = self.worker.engine_lock
+        if not lock.acquire(blocking=False):
+            return False, None
+        try:
+            return True, fn()
+        finally:
+            lock.release()
+
+    def sync(self, look) -> bool:
+        """In the GL context before a paint: the newest state into the vertex buffer and the
+        tree boxes when shown. True when a step batch became visible."""
+        frame, shown = self.frame, False
+        if frame is not None:
+            if self.host:
+                if frame.vertices is not None:
+                    v = frame.vertices
+                    self.source.refresh(v)
+                    self.positions = framing_positions(v["a_position"], v["a_component"])
+                done = True
+            else:
+                done, _ = self.try_engine(self.source.refresh)
+            if done:
+                self.frame = None
+                shown = frame.kind == "steps"
+        if look.boxes:
+            key = (self.last.steps_done if self.last else -1, tuple(look.box_levels))
+            if key != self._boxes_key:
+                done, found = self.try_engine(lambda: engine_boxes(self.engine, *look.box_levels))
+                if done:
+                    self.canvas.renderer.set_boxes(*(found or (None, None)))
+                    self._boxes_key = key
+        return shown
+
+    def fit_positions(self):
+        """Positions to frame, or None while the worker is busy (GPU engine: a host copy)."""
+        if self.host:
+            return self.positions
+        done, positions = self.try_engine(self.source.positions)
+        return positions if done else None
+
+    def close(self) -> None:
+        """Release the interop buffer now; the worker closes the engine after its current step,
+        off the GUI thread."""
+        self.canvas.set_current()
+        self.source.close()
+        w = self.worker
+        w.stop(close_engine=True)
+        _retired.append(w)
+        w.finished.connect(lambda: _forget(w))
+        if w.isFinished():
+            _forget(w)
+
+
+def _forget(worker) -> None:
+    try:
+        _retired.remove(worker)
+    except ValueError:  # already gone
+        pass
+
+
+def wait_for_workers(timeout_ms: int = 60_000) -> bool:
+    """Wait for the workers of ended sessions; True when all have finished."""
+    import time
+
+    deadline = time.perf_counter() + timeout_ms / 1e3
+    for worker in list(_retired):
+        if not worker.wait(max(0, int((deadline - time.perf_counter()) * 1e3))):
+            return False
+    return True

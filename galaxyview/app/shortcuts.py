@@ -1,0 +1,57 @@
+"""Menus and keyboard shortcuts of the window (listed under Help > Shortcuts)."""
+from __future__ import annotations
+
+from PyQt6.QtGui import QAction, QKeySequence
+from PyQt6.QtWidgets import QMessageBox
+
+SHORTCUTS = [
+    ("Space", "play / pause"), ("N", "one step"), ("F", "fit the camera to the particles"),
+    ("B", "tree boxes on / off"), ("C", "colour by component / by speed"),
+    ("T", "turn the camera slowly"), ("G", "fly mode on / off"), ("[  ]", "exposure down / up"),
+    ("Arrows", "orbit (canvas focused)"), ("+  -", "zoom (canvas focused)"),
+    ("W A S D Q E", "fly forward, left, back, right, down, up (fly mode)"),
+    ("Mouse", "drag: orbit · right or shift drag: pan · wheel: zoom"),
+    ("Ctrl+R", "reset to the initial state"), ("Ctrl+O", "open a scene or snapshot"),
+    ("Ctrl+M", "record a movie / stop recording"), ("Ctrl+Shift+S", "save a screenshot"),
+    ("F1", "this list"), ("Ctrl+Q", "quit"),
+]
+
+
+def build_menus(w) -> None:
+    """File, Simulation, View and Help menus of MainWindow `w`, with their shortcuts."""
+    def action(menu, text, key, slot):
+        a = QAction(text, w)
+        a.setShortcut(QKeySequence(key))
+        a.triggered.connect(slot)
+        menu.addAction(a)
+        return a
+
+    p, bar = w.panel, w.menuBar()
+    m = bar.addMenu("&File")
+    action(m, "Open scene or snapshot…", "Ctrl+O", w.open_dialog)
+    w.record_action = action(m, "Record movie…", "Ctrl+M", w.record_clicked)
+    w.record_action.setEnabled(p.record.isEnabled())
+    action(m, "Save screenshot…", "Ctrl+Shift+S", w.screenshot_dialog)
+    action(m, "Quit", "Ctrl+Q", w.close)
+    m = bar.addMenu("&Simulation")
+    action(m, "Play / pause", "Space", p.play.toggle)
+    action(m, "Step", "N", w.single_step)
+    action(m, "Reset", "Ctrl+R", w.reset)
+    m = bar.addMenu("&View")
+    action(m, "Fit camera", "F", w.fit_camera)
+    action(m, "Fly mode", "G", p.fly.toggle)
+    action(m, "Turn slowly", "T", p.auto_orbit.toggle)
+    action(m, "Tree boxes", "B", p.boxes.toggle)
+    action(m, "Colour by component / speed", "C", w.toggle_colour)
+    action(m, "Exposure down", "[", lambda: w.scale_exposure(1 / 1.25))
+    action(m, "Exposure up", "]", lambda: w.scale_exposure(1.25))
+    m = bar.addMenu("&Help")
+    action(m, "Shortcuts", "F1", lambda: show_shortcuts(w))
+
+
+def show_shortcuts(w) -> None:
+    rows = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in SHORTCUTS)
+    box = QMessageBox(QMessageBox.Icon.Information, "Shortcuts", f"<table>{rows}</table>",
+                      QMessageBox.StandardButton.Ok, w)
+    box.open()
+    w.help_dialog = box

@@ -1,0 +1,133 @@
+"""The engine runs in a worker thread, so the window answers while a step takes long.
+
+The GUI posts commands (parameter changes, step batches, reset) into a queue; the worker runs
+them in order, holding `engine_lock` while it touches the engine, and reports each result with
+a Qt signal. The GUI touches the engine only with the lock taken without waiting (CUDA-GL interop
+between steps), so it never blocks on a step. A GPU engine's pycuda context is pushed around
+each command on the worker thread.
+"""
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+from PyQt6.QtCore import QThread, pyqtSignal
+
+from galaxyview.errors import GalaxyviewError
+from galaxyview.render.particles import host_vertices
+
+ENERGY_INTERVAL_S = 0.25  # energies (a full potential evaluation) at most this often
+
+
+@dataclass
+class Frame:
+    """The engine's state after a command, for the window."""
+
+    steps_done: int
+    time: float
+    step_ms: float  # wall time per step of the last batch (0 when no step ran)
+    energy: float | None  # total energy, when measured after this command
+    vertices: np.ndarray | None  # host upload path: the particle vertices; None on the GPU
+    params: object  # the engine's Params now
+    kind: str = "steps"  # the command: "steps", "params", "reset" or "measure"
+
+
+class StepWorker(QThread):
+    frame_ready = pyqtSignal(object)  # Frame
+    failed = pyqtSignal(str)  # a message for the user; the worker keeps running
+    batch_failed = pyqtSignal()  # a step batch ended in an error (after failed)
+
+    def __init__(self, engine, initial=None, host_path: bool = True, parent=None):
+        super().__init__(parent)
+        self.engine = engine
+        self.initial = initial  # ParticleState for reset
+        self.host_path = host_path
+        self.engine_lock = threading.Lock()
+        self._queue: queue.Queue = queue.Queue()
+        self._last_energy_time = 0.0
+        self.pending_steps = 0  # step batches posted and not reported yet (GUI thread only)
+
+    # -- GUI side --------------------------------------------------------------------------------
+    def set_params(self, **changes) -> None:
+        self._queue.put(("params", changes))
+
+    def post_steps(self, n: int) -> None:
+        self.pending_steps += 1
+        self._queue.put(("steps", int(n)))
+
+    def reset(self) -> None:
+        self._queue.put(("reset", None))
+
+    def measure(self) -> None:
+        """Report the current state (vertices and energy) without stepping."""
+        self._queue.put(("measure", None))
+
+    def stop(self, close_engine: bool = False) -> None:
+        """Finish the command in progress, then end the thread (closing the engine if asked)."""
+        self._queue.put(("stop", close_engine))
+
+    # -- worker thread ---------------------------------------------------------------------------
+    def _context(self):
+        ctx = getattr(self.engine, "context", None)
+        if ctx is None:
+            return contextlib.nullcontext()
+
+        @contextlib.contextmanager
+        def pushed():
+            ctx.push()
+            try:
+                yield
+            finally:
+                ctx.pop()
+        return pushed()
+
+    def run(self) -> None:
+        while True:
+            kind, arg = self._queue.get()
+            if kind == "stop":
+                if arg:
+                    with self.engine_lock, self._context():
+                        self.engine.close()
+                return
+            try:
+                with self.engine_lock, self._context():
+                    frame = self._execute(kind, arg)
+            except GalaxyviewError as exc:
+                self.failed.emit(str(exc))
+                frame = None
+            except Exception as exc:  # keep the window alive; say what broke
+                traceback.print_exc()
+                self.failed.emit(f"the engine failed: {type(exc).__name__}: {exc}")
+                frame = None
+            if frame is not None:
+                self.frame_ready.emit(frame)
+            elif kind == "steps":
+                self.batch_failed.emit()  # the batch is over even though it failed
+
+    def _execute(self, kind, arg) -> Frame:
+        engine = self.engine
+        step_ms = 0.0
+        if kind == "params":
+            engine.set_params(**arg)
+        elif kind == "steps":
+            t0 = time.perf_counter()
+            engine.step(arg)
+            step_ms = (time.perf_counter() - t0) * 1e3 / arg
+        elif kind == "reset":
+            engine.load(self.initial)
+        energy = None
+        now = time.perf_counter()
+        if kind != "steps" or now - self._last_energy_time >= ENERGY_INTERVAL_S:
+            energy = float(engine.energies().total)
+            self._last_energy_time = time.perf_counter()
+        vertices = None
+        if self.host_path and kind != "params":
+            s = engine.state()
+            vertices = host_vertices(s.pos, s.vel, s.component)
+        return Frame(engine.steps_done, engine.time, step_ms, energy, vertices, engine.params,
+                     kind)

@@ -1,0 +1,163 @@
+"""`galaxyview record`: argument parsing for headless movie recording (work in galaxyview.movie).
+
+Exit codes: 0 movie written; 1 the recording failed part way (the frames made so far are kept
+when there are any); 2 bad input (nothing was simulated); 130 interrupted by Ctrl-C (the movie
+holds the frames made so far).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from galaxyview.cli import common
+from galaxyview.errors import GalaxyviewError
+from galaxyview.movie.encoder import PRESETS, MovieError, check_size
+from galaxyview.movie.recorder import CAMERAS
+
+DEFAULT_SECONDS = 10.0
+
+
+def size_type(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT (e.g. 1920x1080)") from None
+    try:
+        return check_size((width, height))
+    except MovieError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def fps_type(text: str) -> int:
+    value = common.count_type(text)
+    if value > 240:
+        raise argparse.ArgumentTypeError(f"at most 240 frames per second, got {value}")
+    return value
+
+
+def seconds_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 24 * 3600:
+        raise argparse.ArgumentTypeError(f"duration must be in (0, 86400] seconds, got {text}")
+    return value
+
+
+def crf_type(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 51:
+        raise argparse.ArgumentTypeError(f"crf must be in 0..51, got {value}")
+    return value
+
+
+def add_record_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "record", help="record a movie headless (H.264 mp4)",
+        description="Evolve a scene or snapshot and record it as an H.264 mp4 movie, headless "
+                    "(EGL on an NVIDIA GPU, offscreen Mesa otherwise), with the viewer's look. "
+                    "Frame 0 is the initial state; each later frame is --steps-per-frame steps on.")
+    p.add_argument("source", metavar="SCENE|SNAPSHOT",
+                   help="a shipped scene's name, a .toml scene file or a Tipsy snapshot")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.mp4", help="the movie to write")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--frames", type=common.count_type, metavar="K",
+                        help="number of frames (default: 10 s worth)")
+    length.add_argument("--duration", type=seconds_type, metavar="S",
+                        help="movie length in seconds (frames = S x fps)")
+    p.add_argument("--fps", type=fps_type, default=30, help="frames per second (30)")
+    p.add_argument("--size", type=size_type, default=(1920, 1080), metavar="WxH",
+                   help="frame size in pixels, both even (1920x1080)")
+    p.add_argument("--steps-per-frame", type=common.count_type, default=1, metavar="M",
+                   help="simulation steps between frames (1)")
+    p.add_argument("--camera", choices=CAMERAS, default="fixed",
+                   help="fixed: framed on the initial state; orbit: turns about the vertical "
+                        "axis, 12 degrees per movie second; follow: tracks the first galaxy's "
+                        "core (fixed)")
+    common.add_backend(p)
+    common.add_physics(p)
+    p.add_argument("--caption", action="store_true", help="burn in the scene name and the time")
+    p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
+    p.add_argument("--crf", type=crf_type, default=18,
+                   help="x264 quality, 0 (lossless) .. 51 (worst); 18 looks lossless (18)")
+    p.add_argument("--preset", choices=PRESETS, default="fast",
+                   help="x264 speed/size trade-off (fast)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def run_record(args) -> int:
+    from galaxyview.movie.encoder import MovieWriter
+    from galaxyview.movie.recorder import RecordOptions, record_simulation
+
+    frames = args.frames or max(1, round((args.duration or DEFAULT_SECONDS) * args.fps))
+    writer = None
+    try:
+        options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame, args.camera,
+                                args.caption, args.overwrite, args.crf, args.preset).validate()
+        # the output is checked (and its temporary file made) before any simulation work
+        writer = MovieWriter(args.output, options.fps, options.size, args.overwrite,
+                             crf=options.crf, preset=options.preset)
+        from galaxyview.simulation import open_simulation
+
+        sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps)
+    except GalaxyviewError as exc:
+        if writer is not None:
+            writer.abort()
+        _say(f"galaxyview record: error: {exc}")
+        return 2
+    except KeyboardInterrupt:
+        if writer is not None:
+            writer.abort()
+        _say("galaxyview record: interrupted before the first frame; no movie was written")
+        return 130
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    try:
+        _say(f"{sim.name}: {sim.engine.n} particles, {sim.why}; {frames} frames of "
+             f"{options.size[0]}x{options.size[1]} at {options.fps} fps -> {writer.path}")
+        result = record_simulation(sim, writer, options, show_progress=not args.no_progress)
+    except KeyboardInterrupt:
+        writer.abort()
+        _say("galaxyview record: interrupted before the first frame or while finishing the "
+             "movie; no movie was written")
+        return 130
+    except GalaxyviewError as exc:
+        writer.abort()
+        _say(f"galaxyview record: error: {exc}")
+        return 1
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        sim.close()
+    return _report(result)
+
+
+def _report(result) -> int:
+    if result.frames == 0:
+        why = "interrupted" if result.interrupted else f"failed: {result.failure}"
+        _say(f"galaxyview record: {why} before the first frame; no movie was written")
+        return 130 if result.interrupted else 1
+    summary = (f"{result.path}: {result.frames} frames in {result.wall_s:.1f} s "
+               f"({result.fps:.1f} frames/s end to end)")
+    if result.interrupted:
+        _say(f"galaxyview record: interrupted; finished the movie with the {result.frames} of "
+             f"{result.requested} frames made so far. {summary}")
+        return 130
+    if result.failure:
+        _say(f"galaxyview record: stopped after {result.frames} of {result.requested} frames: "
+             f"{result.failure}. The movie holds the frames made so far. {summary}")
+        return 1
+    print(summary)
+    return 0

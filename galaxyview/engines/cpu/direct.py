@@ -1,0 +1,50 @@
+"""Direct summation in float64: the reference every tree force is checked against."""
+from __future__ import annotations
+
+import numpy as np
+
+from galaxyview.errors import GalaxyviewError
+
+CHUNK_PAIRS = 1 << 15  # (target, source) pairs per chunk: its float64 temporaries stay in L2
+
+
+def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
+                  chunk_pairs: int = CHUNK_PAIRS):
+    """Accelerations (T, 3) and potentials (T,), float64, of pos[targets] (all particles when
+    None) due to all particles, with Plummer softening: phi_i = -G sum_j m_j / sqrt(r^2 + eps^2).
+
+    The pair of a particle with itself is left out; without softening, so are pairs at zero
+    distance (their force is undefined), as in the tree code.
+    """
+    pos = np.asarray(pos, dtype=np.float64)
+    mass = np.asarray(mass, dtype=np.float64)
+    n = len(mass)
+    if pos.shape != (n, 3):
+        raise GalaxyviewError(f"direct_forces: pos has shape {pos.shape}, expected ({n}, 3)")
+    targets = np.arange(n) if targets is None else np.asarray(targets, dtype=np.int64)
+    if targets.size and (targets.min() < 0 or targets.max() >= n):
+        raise GalaxyviewError(f"direct_forces: target indices must lie in 0..{n - 1}")
+    acc = np.zeros((len(targets), 3))
+    pot = np.zeros(len(targets))
+    chunk = max(1, chunk_pairs // max(n, 1))
+    src = [np.ascontiguousarray(pos[:, k]) for k in range(3)]
+    eps2 = float(eps) ** 2
+    for a in range(0, len(targets), chunk):
+        ti = targets[a:a + chunk]
+        d = [s[None, :] - s[ti][:, None] for s in src]  # x_j - x_i
+        r2 = d[0] * d[0]
+        r2 += d[1] * d[1]
+        r2 += d[2] * d[2]
+        r2 += eps2
+        r2[np.arange(len(ti)), ti] = np.inf  # no self pair
+        if eps2 == 0:
+            r2[r2 == 0] = np.inf
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / np.sqrt(r2)
+            pot[a:a + chunk] = -(inv @ mass)
+            w = np.multiply(inv, inv, out=r2)
+            w *= inv
+            w *= mass
+            for k in range(3):
+                acc[a:a + chunk, k] = np.einsum("ij,ij->i", d[k], w)
+    return G * acc, G * pot

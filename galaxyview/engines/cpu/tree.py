@@ -1,0 +1,167 @@
+"""The octree of the shared layout, built level by level from sorted Morton keys.
+
+A cell at level l holds the particles sharing the top 3l key bits; a cell with more than n_leaf
+particles (and l < 21) is split into its non-empty children, in key order. Cells are numbered
+breadth first (level 0, then all of level 1 in key order, ...), so children are contiguous.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from galaxyview.engines.cpu import keys as mkeys
+
+
+@dataclass
+class Tree:
+    """Sorted particles, cells (arrays indexed by cell number), multipoles and groups.
+
+    Particles: keys (N,) uint64 sorted; order[i] = original index of sorted particle i;
+    pos (N, 3) float32 and mass (N,) float32 in sorted order; lo, L, scale: the bounding cube.
+    Cells: level, body_begin, body_count, child_begin, child_count (0 for a leaf), parent (-1
+    for the root), all int64; center (C, 3) and size (C,) float64 (geometric, from the key
+    prefix); level_begin[l]: first cell of level l (level_begin[-1] = number of cells).
+    Multipoles (float64 sums stored as float32): cell_mass, com (C, 3), quad (C, 6) second
+    moments about the centre of mass in the order xx, yy, zz, xy, xz, yz; delta = |com - center|.
+    Groups: group_begin, group_count (contiguous runs of sorted particles, <= n_crit).
+    """
+
+    keys: np.ndarray
+    order: np.ndarray
+    pos: np.ndarray
+    mass: np.ndarray
+    lo: np.ndarray
+    L: np.float32
+    scale: np.float32
+    n_leaf: int
+    level: np.ndarray
+    body_begin: np.ndarray
+    body_count: np.ndarray
+    child_begin: np.ndarray
+    child_count: np.ndarray
+    parent: np.ndarray
+    level_begin: np.ndarray
+    center: np.ndarray = None
+    size: np.ndarray = None
+    cell_mass: np.ndarray = None
+    com: np.ndarray = None
+    quad: np.ndarray = None
+    delta: np.ndarray = None
+    group_begin: np.ndarray = None
+    group_count: np.ndarray = None
+    n_crit: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.level)
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.child_count == 0
+
+    @property
+    def depth(self) -> int:
+        return int(self.level[-1])
+
+
+def ranges(begin: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(b, b + c) for each (b, c), without a Python loop."""
+    total = int(count.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    nz = count > 0
+    begin, count = begin[nz], count[nz]
+    step = np.ones(total, dtype=np.int64)
+    starts = np.zeros(len(count), dtype=np.int64)
+    np.cumsum(count[:-1], out=starts[1:])
+    step[0] = begin[0]
+    step[starts[1:]] = begin[1:] - (begin[:-1] + count[:-1] - 1)
+    return np.cumsum(step)
+
+
+def sort_particles(pos: np.ndarray, mass: np.ndarray) -> dict:
+    """The keys_sort phase: bounding cube, keys and the particles in key order."""
+    pos = np.ascontiguousarray(pos, dtype=np.float32)
+    lo, size, scale, keys, order = mkeys.sort_by_key(pos)
+    return dict(keys=keys, order=order, pos=pos[order],
+                mass=np.ascontiguousarray(mass, dtype=np.float32)[order],
+                lo=lo, L=size, scale=scale)
+
+
+def build_cells(sorted_: dict, n_leaf: int = 16) -> Tree:
+    """The build phase: cells level by level from the sorted keys (N >= 1)."""
+    keys = sorted_["keys"]
+    n = len(keys)
+    begin, count, parent = [np.zeros(1, np.int64)], [np.array([n], np.int64)], [np.array([-1])]
+    child_begin, child_count = [], []
+    first_id = 0  # number of the first cell of the current level
+    for lev in range(mkeys.MAX_LEVEL):
+        b, c = begin[-1], count[-1]
+        split = c > n_leaf
+        cb = np.zeros(len(b), np.int64)
+        cc = np.zeros(len(b), np.int64)
+        child_begin.append(cb)
+        child_count.append(cc)
+        if not split.any():
+            break
+        # particles of the cells being split; runs of equal level-(lev+1) prefixes are children
+        # (two different parents already differ in their level-lev prefix)
+        sb, sc = b[split], c[split]
+        idx = ranges(sb, sc)
+        prefix = keys[idx] >> np.uint64(63 - 3 * (lev + 1))
+        starts = np.flatnonzero(np.r_[True, prefix[1:] != prefix[:-1]])
+        owner = np.searchsorted(np.cumsum(sc), starts, side="right")  # split cell of each child
+        n_kids = np.bincount(owner, minlength=len(sb))
+        next_id = first_id + len(b)
+        kid_first = np.zeros(len(sb), np.int64)
+        np.cumsum(n_kids[:-1], out=kid_first[1:])
+        cb[split] = next_id + kid_first
+        cc[split] = n_kids
+        begin.append(idx[starts])
+        count.append(np.diff(np.r_[starts, len(idx)]))
+        parent.append(first_id + np.flatnonzero(split)[owner])
+        first_id = next_id
+    else:  # level 21 reached: its cells are leaves
+        child_begin.append(np.zeros(len(begin[-1]), np.int64))
+        child_count.append(np.zeros(len(begin[-1]), np.int64))
+    per_level = np.array([len(b) for b in begin])
+    level_begin = np.zeros(len(per_level) + 1, np.int64)
+    np.cumsum(per_level, out=level_begin[1:])
+    tree = Tree(
+        keys=keys, order=sorted_["order"], pos=sorted_["pos"], mass=sorted_["mass"],
+        lo=sorted_["lo"], L=sorted_["L"], scale=sorted_["scale"], n_leaf=n_leaf,
+        level=np.repeat(np.arange(len(per_level), dtype=np.int64), per_level),
+        body_begin=np.concatenate(begin), body_count=np.concatenate(count),
+        child_begin=np.concatenate(child_begin), child_count=np.concatenate(child_count),
+        parent=np.concatenate(parent).astype(np.int64), level_begin=level_begin,
+    )
+    _geometry(tree)
+    return tree
+
+
+def _geometry(tree: Tree) -> None:
+    """Geometric centre and size of every cell from its key prefix: size = L / 2**level."""
+    shift = (3 * (mkeys.MAX_LEVEL - tree.level)).astype(np.uint64)
+    prefix = (tree.keys[tree.body_begin] >> shift) << shift
+    corner = mkeys.decode_keys(prefix).astype(np.float64)  # in grid units of 1/scale
+    tree.size = float(tree.L) / 2.0 ** tree.level
+    tree.center = (tree.lo.astype(np.float64)
+                   + (corner / (2.0 ** (mkeys.MAX_LEVEL - tree.level))[:, None] + 0.5)
+                   * tree.size[:, None])
+
+
+def build_tree(pos: np.ndarray, mass: np.ndarray, n_leaf: int = 16, n_crit: int = 64) -> Tree:
+    """Keys, sort, cells, groups and multipoles of float32 positions in one call (N >= 1)."""
+    from galaxyview.engines.cpu.groups import make_groups
+    from galaxyview.engines.cpu.multipoles import compute_multipoles
+
+    tree = build_cells(sort_particles(pos, mass), n_leaf)
+    make_groups(tree, n_crit)
+    compute_multipoles(tree)
+    return tree

@@ -1,0 +1,63 @@
+"""The breadth-first tree walk of all groups at once (Bonsai's MAC).
+
+The walk keeps a list of (group, cell) pairs, starting from (every group, root), one tree level
+per pass. A cell is accepted (particle-cell interaction) when d > l/theta + delta, d being the
+distance from the group's bounding box to the cell's centre of mass (0 inside the box); an
+opened leaf gives particle-particle interactions with its particles; an opened internal cell
+is replaced by its children.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from galaxyview.engines.cpu.groups import group_boxes
+from galaxyview.engines.cpu.tree import Tree, ranges
+
+
+@dataclass
+class Lists:
+    """Interaction lists, each sorted by group: pp_* (group, opened leaf), pc_* (group, cell)."""
+
+    pp_group: np.ndarray
+    pp_cell: np.ndarray
+    pc_group: np.ndarray
+    pc_cell: np.ndarray
+
+
+def interaction_lists(tree: Tree, theta: float) -> Lists:
+    """Walk the tree for every group with the MAC d > l/theta + delta."""
+    box = np.concatenate(group_boxes(tree), axis=1)  # (G, 6): lo, hi
+    ropen = (tree.size / theta + tree.delta).astype(np.float32)
+    cell = np.concatenate([tree.com, (ropen * ropen)[:, None]], axis=1)  # com, ropen^2
+    kids_of = tree.child_count.astype(np.int32)
+    first_kid = tree.child_begin.astype(np.int32)
+    g = np.arange(len(box), dtype=np.int32)
+    c = np.zeros(len(box), np.int32)
+    pp, pc = [], []
+    while len(g):
+        cd, bx = cell.take(c, axis=0), box.take(g, axis=0)
+        dv = np.maximum(bx[:, :3] - cd[:, :3], cd[:, :3] - bx[:, 3:])
+        np.maximum(dv, 0, out=dv)
+        accept = np.einsum("ij,ij->i", dv, dv) > cd[:, 3]
+        kids = np.where(accept, -1, kids_of.take(c))  # -1: accepted, 0: opened leaf
+        pc.append(_select(g, c, kids == -1))
+        pp.append(_select(g, c, kids == 0))
+        g, c = _select(g, c, kids > 0)
+        kids = kids[kids > 0]
+        c = ranges(first_kid.take(c), kids).astype(np.int32)
+        g = np.repeat(g, kids)
+    return Lists(*_by_group(pp), *_by_group(pc))
+
+
+def _select(g, c, mask):
+    at = np.flatnonzero(mask)
+    return g.take(at), c.take(at)
+
+
+def _by_group(pairs):
+    g = np.concatenate([p[0] for p in pairs]).astype(np.int64)
+    c = np.concatenate([p[1] for p in pairs]).astype(np.int64)
+    order = np.argsort(g, kind="stable")
+    return g[order], c[order]

@@ -1,0 +1,152 @@
+"""Measure the GPU engine: per-phase CUDA-event medians, interactions, walk TFLOP/s and force
+error, next to Bonsai's reference table (docs/gpu-engine.md). For the engine's developers:
+
+    python -m galaxyview.engines.gpu.bench --n 1048576 4194304 --theta 0.4 0.75 [--json F]
+    python -m galaxyview.engines.gpu.bench --selfcheck 65536   (a short run for compute-sanitizer)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.params import Params
+
+FLOPS_PP, FLOPS_PC = 23, 65
+# Bonsai on an H200 (Plummer, eps 0.05, dt 1/16): (N, theta) -> walk, build, step ms
+BONSAI = {
+    (2**20, 0.4): (14.35, 1.89, 16.5), (2**20, 0.75): (4.31, 1.93, 6.5),
+    (2**22, 0.4): (61.7, 5.18, 67.5), (2**22, 0.75): (18.0, 5.17, 23.8),
+    (2**24, 0.4): (262.7, 21.1, 286.0), (2**24, 0.75): (78.4, 21.1, 101.6),
+}
+
+
+def measure(eng, state, theta: float, steps: int, warmup: int = 2, targets: int = 1000) -> dict:
+    from galaxyview.engines.gpu.inspect import direct_reference, relative_errors
+
+    eng.set_params(theta=theta)
+    eng.load(state)
+    sample = np.random.default_rng(0).choice(state.n, min(targets, state.n), replace=False)
+    acc, _ = eng.accelerations()
+    ref, _ = direct_reference(eng, sample)
+    err = relative_errors(acc[sample], ref)
+    eng.step(warmup)
+    rows = []
+    for _ in range(steps):
+        eng.step(1)
+        s = eng.stats
+        rows.append(dict(s.timings_ms, step=s.step_ms, pp=s.pp, pc=s.pc))
+    med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+    n = state.n
+    walk_s = med["walk"] / 1e3
+    out = dict(n=n, theta=theta, steps=steps, **{f"{k}_ms": med[k] for k in
+                                                  ("keys_sort", "build", "multipoles", "walk",
+                                                   "integrate", "step")})
+    out["tree_ms"] = out["keys_sort_ms"] + out["build_ms"] + out["multipoles_ms"]
+    out["pp_per_particle"] = med["pp"] / n
+    out["pc_per_particle"] = med["pc"] / n
+    out["walk_tflops"] = (FLOPS_PP * med["pp"] + FLOPS_PC * med["pc"]) / walk_s / 1e12
+    out["particles_per_s"] = n / (med["step"] / 1e3)
+    out["force_err_median"] = float(np.median(err))
+    out["force_err_p99"] = float(np.percentile(err, 99))
+    out["bytes_per_particle"] = eng.device_memory_bytes() / n
+    ref_row = BONSAI.get((n, theta))
+    if ref_row:
+        out["bonsai_walk_ms"], out["bonsai_build_ms"], out["bonsai_step_ms"] = ref_row
+        out["walk_ratio"] = out["walk_ms"] / ref_row[0]
+        out["tree_ratio"] = out["tree_ms"] / ref_row[1]
+        out["step_ratio"] = out["step_ms"] / ref_row[2]
+    return out
+
+
+def cpu_error(theta: float, n: int = 50000, eps: float = 0.05) -> dict:
+    """The CPU tree's force error on a Plummer sphere of n (the accuracy yardstick)."""
+    from galaxyview.engines.cpu.direct import direct_forces
+    from galaxyview.engines.cpu.groups import make_groups
+    from galaxyview.engines.cpu.multipoles import compute_multipoles
+    from galaxyview.engines.cpu.tree import build_cells, sort_particles
+    from galaxyview.engines.cpu.walk import tree_forces
+    from galaxyview.engines.gpu.inspect import relative_errors
+
+    state = plummer_sphere(n, np.random.default_rng(1))
+    tree = build_cells(sort_particles(state.pos, state.mass))
+    compute_multipoles(tree)
+    make_groups(tree, 64)
+    acc, _, _, _ = tree_forces(tree, theta, eps)
+    sample = np.random.default_rng(0).choice(n, 1000, replace=False)
+    ref, _ = direct_forces(tree.pos, tree.mass, eps, targets=sample)
+    err = relative_errors(acc[sample], ref)
+    return dict(n=n, theta=theta, median=float(np.median(err)), p99=float(np.percentile(err, 99)))
+
+
+def table(rows) -> str:
+    head = ("N", "theta", "keys+sort", "build", "mpoles", "walk", "integ", "step", "pp/p", "pc/p",
+            "TFLOP/s", "Mpart/s", "err med", "err p99", "B/p", "walk/B", "tree/B", "step/B")
+    lines = [" | ".join(head)]
+    for r in rows:
+        lines.append(" | ".join([
+            f"{r['n']}", f"{r['theta']}", f"{r['keys_sort_ms']:.2f}", f"{r['build_ms']:.2f}",
+            f"{r['multipoles_ms']:.2f}", f"{r['walk_ms']:.2f}", f"{r['integrate_ms']:.2f}",
+            f"{r['step_ms']:.2f}", f"{r['pp_per_particle']:.0f}", f"{r['pc_per_particle']:.0f}",
+            f"{r['walk_tflops']:.1f}", f"{r['particles_per_s'] / 1e6:.0f}",
+            f"{r['force_err_median']:.1e}", f"{r['force_err_p99']:.1e}",
+            f"{r['bytes_per_particle']:.0f}", f"{r.get('walk_ratio', float('nan')):.2f}",
+            f"{r.get('tree_ratio', float('nan')):.2f}", f"{r.get('step_ratio', float('nan')):.2f}"]))
+    return "\n".join(lines)
+
+
+def selfcheck(n: int) -> None:
+    """A short tree run (load, 2 steps, energies) and a direct run, for compute-sanitizer."""
+    from galaxyview.engines.gpu.engine import GPUEngine
+
+    state = plummer_sphere(n, np.random.default_rng(0))
+    for gravity in ("tree", "direct"):
+        eng = GPUEngine(Params(theta=0.6, eps=0.05, dt=1 / 64), gravity=gravity)
+        eng.load(state)
+        eng.step(2)
+        e = eng.energies()
+        eng.tree_boxes(0, 4)
+        print(f"selfcheck {gravity} n={n}: E={e.total:.6f} pp/p={eng.stats.pp_per_particle:.0f}")
+        eng.close()
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[2**20])
+    ap.add_argument("--theta", type=float, nargs="+", default=[0.4, 0.75])
+    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--cpu-error", action="store_true", help="also the CPU tree's force error")
+    ap.add_argument("--selfcheck", type=int, default=0)
+    a = ap.parse_args(argv)
+    if a.selfcheck:
+        selfcheck(a.selfcheck)
+        return
+    from galaxyview.engines.gpu.engine import GPUEngine
+
+    eng = GPUEngine(Params(theta=a.theta[0], eps=0.05, dt=1 / 16))
+    rows = []
+    for n in a.n:
+        t0 = time.perf_counter()
+        state = plummer_sphere(n, np.random.default_rng(42))
+        print(f"# N={n}: initial conditions in {time.perf_counter() - t0:.1f} s", flush=True)
+        for theta in a.theta:
+            rows.append(measure(eng, state, theta, a.steps))
+            print(json.dumps(rows[-1]), flush=True)
+    cpu = [cpu_error(t) for t in a.theta] if a.cpu_error else []
+    eng.close()
+    print(f"# device: {eng.device_name}")
+    print(table(rows))
+    for c in cpu:
+        print(f"# CPU tree error (N={c['n']}, theta={c['theta']}): median {c['median']:.1e}, "
+              f"p99 {c['p99']:.1e}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(device=eng.device_name, rows=rows, cpu_error=cpu), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""Device memory of the GPU engine: every buffer the step needs, allocated up front and grown
+by a factor when N (or the tree) outgrows it; nothing is allocated in the step path.
+
+Per particle (capacity n_cap): two sets of pos4 + vel4 (float4 each; the step's reorder
+gathers from one set into the other), two id arrays (original index), acc4 (ax, ay, az, phi),
+two key and two value arrays for the radix sort. Per cell (capacity cell_cap): level, begin,
+count, child, nchild, parent (int32), cell_mac (com, r_open^2), cell_q0/q1 (Q and mass),
+cell_link (child or body range). The float64 moments (80 B a cell) live in the idle particle
+set, which is free once the reorder is done.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from galaxyview.errors import EngineError
+
+STATUS_WORDS = 64
+MAX_LEVEL = 21
+SORT_TILE = 4096
+SCAN_TILE = 2048
+WALK_THREADS = 256
+STACK_CAP = 8192  # cells per warp stack (kernels/nbody_walk.cu)
+MOMENT_BYTES = 80
+
+
+def cell_capacity(n_cap: int) -> int:
+    """Cells to reserve for n particles: a Plummer sphere needs ~0.23 N (N_leaf = 16)."""
+    return int(0.3 * n_cap) + 4096
+
+
+class Buffers:
+    def __init__(self, cuda, device_name: str, gmax: int):
+        self._cuda = cuda
+        self.gmax = gmax
+        self._device_name = device_name
+        self._allocs: dict[str, object] = {}
+        self._sizes: dict[str, int] = {}
+        self.n_cap = 0
+        self.cell_cap = 0
+        self.group_cap = 0
+        self.walk_grid = 0
+
+    # -- allocation ------------------------------------------------------------------------
+    def _alloc(self, name: str, nbytes: int, zero: bool = False) -> None:
+        nbytes = max(int(nbytes), 16)
+        if self._sizes.get(name, -1) >= nbytes:
+            return
+        old = self._allocs.pop(name, None)
+        if old is not None:
+            old.free()
+            self._sizes.pop(name)
+        try:
+            self._allocs[name] = self._cuda.mem_alloc(nbytes)
+        except self._cuda.MemoryError:
+            free, total = self._cuda.mem_get_info()
+            raise EngineError(
+                f"out of GPU memory: {self.n_cap:,} particles need {self.total_bytes() / 2**20 + nbytes / 2**20:,.0f} MiB "
+                f"on {self._device_name} ({free / 2**20:,.0f} of {total / 2**20:,.0f} MiB free); "
+                "use fewer particles or --backend cpu") from None
+        self._sizes[name] = nbytes
+        if zero:
+            self._cuda.memset_d8(self._allocs[name], 0, nbytes)
+
+    def ptr(self, name: str) -> int:
+        return int(self._allocs[name])
+
+    def total_bytes(self) -> int:
+        return sum(self._sizes.values())
+
+    def free(self) -> None:
+        for alloc in self._allocs.values():
+            alloc.free()
+        self._allocs.clear()
+        self._sizes.clear()
+
+    # -- sizing ----------------------------------------------------------------------------
+    def ensure(self, n: int, n_sm: int, walk_blocks_per_sm: int) -> None:
+        """Room for n particles (grown by 1.25x beyond the last capacity)."""
+        if n > self.n_cap:
+            self.n_cap = n if self.n_cap == 0 else max(n, int(1.25 * self.n_cap))
+            self.cell_cap = max(self.cell_cap, cell_capacity(self.n_cap))
+            self._particles()
+            self._cells()
+        if not self.walk_grid:
+            self.walk_grid = n_sm * walk_blocks_per_sm
+            self._alloc("stacks", self.walk_grid * (WALK_THREADS // 32) * STACK_CAP * 4)
+            self._alloc("status", STATUS_WORDS * 8)
+            self._alloc("lb", 32 * 4)
+            self._alloc("frame", 8 * 4)
+            self._alloc("bbox", n_sm * 4 * 6 * 4)
+            self._alloc("sums", 2 * 8)
+
+    def grow_cells(self) -> None:
+        self.cell_cap = int(1.5 * self.cell_cap)
+        self._cells()
+
+    def _particles(self) -> None:
+        n = self.n_cap
+        for s in (0, 1):
+            self._alloc(f"set{s}", max(32 * n, MOMENT_BYTES * self.cell_cap))
+            self._alloc(f"id{s}", 4 * n)
+            self._alloc(f"keys{s}", 8 * n)
+            self._alloc(f"vals{s}", 4 * n)
+        self._alloc("acc", 16 * n)
+        ntiles = -(-n // SORT_TILE)
+        self._alloc("counts", 256 * ntiles * 4)
+        self._alloc("offsets", 256 * ntiles * 4)
+
+    def _cells(self) -> None:
+        c = self.cell_cap
+        for name in ("level", "begin", "count", "child", "nchild", "parent"):
+            self._alloc(name, 4 * c)
+        for name in ("cell_mac", "cell_q0", "cell_q1"):
+            self._alloc(name, 16 * c)
+        self._alloc("cell_link", 8 * c)
+        self.group_cap = min(self.n_cap, c + self.n_cap // self.gmax) + 2
+        self._alloc("group_begin", 4 * self.group_cap)
+        self._alloc("group_count", 4 * self.group_cap)
+        if MOMENT_BYTES * c > self._sizes["set0"]:  # the idle particle set is too small
+            self._alloc("moments", MOMENT_BYTES * c)
+        ntiles_sort_scan = -(-256 * -(-self.n_cap // SORT_TILE) // SCAN_TILE)
+        tiles = max(-(-c // 256), ntiles_sort_scan) + 1
+        self._alloc("desc", 8 * tiles, zero=True)
+
+    def set_ptrs(self, s: int) -> tuple[int, int]:
+        """(pos4, vel4) device pointers of particle set s."""
+        base = self.ptr(f"set{s}")
+        return base, base + 16 * self.n_cap
+
+    def moments_ptr(self, idle_set: int) -> int:
+        if MOMENT_BYTES * self.cell_cap <= self._sizes[f"set{idle_set}"]:
+            return self.ptr(f"set{idle_set}")
+        return self.ptr("moments")
+
+    def download(self, name: str, dtype, count: int, offset_items: int = 0) -> np.ndarray:
+        out = np.empty(count, dtype=dtype)
+        if count:
+            self._cuda.memcpy_dtoh(out, self.ptr(name) + offset_items * out.itemsize)
+        return out

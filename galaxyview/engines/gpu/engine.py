@@ -1,0 +1,316 @@
+"""GPUEngine: the whole kick-drift-kick step on the device (Bonsai's tree code).
+
+A force evaluation runs, all on the GPU: bounding cube, Morton keys, radix sort and reorder
+(keys_sort); tree levels and groups (build); float64 multipoles (multipoles); the group-wise
+tree walk (walk). A step is kick + drift, force, kick (integrate); per step the host waits on
+one CUDA event and reads 8 status words back (interaction counts, overflow flags).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from galaxyview.engines.base import PHASES, Energies, Engine, StepStats
+from galaxyview.engines.gpu import probe
+from galaxyview.engines.gpu.buffers import MAX_LEVEL, Buffers
+from galaxyview.errors import EngineError
+from galaxyview.model.state import ParticleState
+
+ST_PP, ST_PC, ST_FLAGS, ST_CELLS, ST_GROUPS, ST_TILE0 = 0, 1, 2, 3, 4, 8
+FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, FLAG_NONFINITE = 1, 2, 4, 8
+GROUP_MAX = 64  # the walk holds at most two particles per lane
+MAX_N = 2**30
+
+
+class GPUEngine(Engine):
+    name = "gpu"
+
+    def __init__(self, params=None, gravity: str = "tree"):
+        super().__init__(params, gravity)
+        reason = probe.unavailable_reason()
+        if reason:
+            raise EngineError(f"the GPU engine cannot run here: {reason}; use --backend cpu")
+        import pycuda.driver as cuda
+
+        from galaxyview.engines.gpu.module import Kernels
+
+        self._cuda = cuda
+        self._dev = cuda.Device(0)
+        self._device_name = self._dev.name()
+        self.context = self._dev.retain_primary_context()
+        self._n = 0
+        self._cur = 0  # which particle set is current
+        self._time = 0.0
+        self._epoch = 0
+        self._slot = 0
+        self._have_tree = False
+        with self._active():
+            self.kernels = Kernels(self._dev)
+            attr = cuda.device_attribute
+            self._n_sm = self._dev.get_attribute(attr.MULTIPROCESSOR_COUNT)
+            gmax = min(self.params.n_crit, GROUP_MAX)
+            self.buf = Buffers(cuda, self._device_name, gmax)
+            self._walk_blocks = self._blocks_per_sm("walk", 256)
+            self._events = [cuda.Event() for _ in range(8)]
+            self._host_status = cuda.pagelocked_zeros(8, np.uint64)
+
+    # -- context -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _active(self):
+        self.context.push()
+        try:
+            yield
+        finally:
+            self._cuda.Context.pop()
+
+    def _blocks_per_sm(self, kernel: str, threads: int) -> int:
+        attr = self._cuda.device_attribute
+        get = self._dev.get_attribute
+        warps = threads // 32
+        regs = -(-self.kernels.regs(kernel) * 32 // 256) * 256 * warps
+        by_regs = get(attr.MAX_REGISTERS_PER_MULTIPROCESSOR) // max(regs, 1)
+        smem = self.kernels.static_smem(kernel) + 1024
+        by_smem = get(attr.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) // smem
+        by_threads = get(attr.MAX_THREADS_PER_MULTIPROCESSOR) // threads
+        return max(1, min(by_regs, by_smem, by_threads, 32))
+
+    # -- description -------------------------------------------------------------------------
+    @property
+    def device_name(self) -> str:
+        return self._device_name
+
+    @property
+    def n(self) -> int:
+        return self._n
+
+    @property
+    def time(self) -> float:
+        return self._time
+
+    def device_memory_bytes(self) -> int:
+        """Device memory the engine holds (all buffers)."""
+        return self.buf.total_bytes()
+
+    # -- state -------------------------------------------------------------------------------
+    def load(self, state: ParticleState) -> None:
+        n = state.n
+        if not 1 <= n <= MAX_N:
+            raise EngineError(f"the GPU engine needs 1 to {MAX_N:,} particles, got {n:,}")
+        pos4 = np.empty((n, 4), np.float32)
+        pos4[:, :3], pos4[:, 3] = state.pos, state.mass
+        vel4 = np.empty((n, 4), np.float32)
+        vel4[:, :3], vel4[:, 3] = state.vel, state.component
+        self._component = state.component.copy()
+        self._galaxy = state.galaxy.copy()
+        self._meta = dict(state.meta)
+        with self._active():
+            self.buf.ensure(n, self._n_sm, self._walk_blocks)
+            self._n, self._cur = n, 0
+            pos, vel = self.buf.set_ptrs(0)
+            self._cuda.memcpy_htod(pos, pos4)
+            self._cuda.memcpy_htod(vel, vel4)
+            self._cuda.memcpy_htod(self.buf.ptr("id0"), np.arange(n, dtype=np.uint32))
+            self._time = float(state.time)
+            self._evaluate()
+
+    def state(self) -> ParticleState:
+        with self._active():
+            self._sync()
+            pos, vel = self.buf.set_ptrs(self._cur)
+            p4 = self._download(pos, np.float32, 4 * self._n).reshape(-1, 4)
+            v4 = self._download(vel, np.float32, 4 * self._n).reshape(-1, 4)
+            ids = self._download(self.buf.ptr(f"id{self._cur}"), np.uint32, self._n)
+        p, v = np.empty_like(p4), np.empty_like(v4)
+        p[ids], v[ids] = p4, v4
+        return ParticleState(p[:, :3], v[:, :3], p[:, 3], self._component.copy(),
+                             self._galaxy.copy(), self._time, dict(self._meta))
+
+    # -- work --------------------------------------------------------------------------------
+    def _on_force_params_changed(self) -> None:
+        if self._n:
+            self.refresh_forces()
+
+    def refresh_forces(self) -> None:
+        """Evaluate the accelerations of the current positions again (no step)."""
+        if not self._n:
+            raise EngineError("no particles loaded: load a scene first")
+        with self._active():
+            self._evaluate()
+
+    def step(self, n: int = 1) -> None:
+        if not self._n:
+            raise EngineError("no particles loaded: load a scene before stepping")
+        cuda, k, ev = self._cuda, self.kernels, self._events
+        hdt, dt = 0.5 * self.params.dt, self.params.dt
+        with self._active():
+            for _ in range(n):
+                pos, vel = self.buf.set_ptrs(self._cur)
+                ev[0].record()
+                k.launch("kick_drift", (self._grid(), 1, 1), (256, 1, 1), pos, vel, self.buf.ptr("acc"),
+                         self._n, hdt, dt)
+                ev[1].record()
+                self._force(ev)
+                self._kick(hdt)
+                ev[6].record()
+                cuda.memcpy_dtoh_async(self._host_status, self.buf.ptr("status"))
+                ev[7].record()
+                self._wait(ev[7])
+                while self._check_status():  # the tree outgrew its arrays: grown, redo
+                    self._force(None)
+                    self._kick(hdt)
+                    self._read_status()
+                t = {name: 0.0 for name in PHASES}
+                t["integrate"] = ev[1].time_since(ev[0]) + ev[6].time_since(ev[5])
+                if self.gravity == "tree":
+                    t["keys_sort"] = ev[2].time_since(ev[1])
+                    t["build"] = ev[3].time_since(ev[2])
+                    t["multipoles"] = ev[4].time_since(ev[3])
+                t["walk"] = ev[5].time_since(ev[4] if self.gravity == "tree" else ev[1])
+                self._set_stats(t)
+                self._time += dt
+                self.steps_done += 1
+
+    def accelerations(self) -> tuple[np.ndarray, np.ndarray]:
+        with self._active():
+            self._sync()
+            a4 = self._download(self.buf.ptr("acc"), np.float32, 4 * self._n).reshape(-1, 4)
+            ids = self._download(self.buf.ptr(f"id{self._cur}"), np.uint32, self._n)
+        out = np.empty_like(a4)
+        out[ids] = a4
+        return np.ascontiguousarray(out[:, :3]), np.ascontiguousarray(out[:, 3])
+
+    def energies(self) -> Energies:
+        with self._active():
+            sums = self.buf.ptr("sums")
+            self._cuda.memset_d32(sums, 0, 4)
+            pos, vel = self.buf.set_ptrs(self._cur)
+            self.kernels.launch("energy_sums", (self._grid(), 1, 1), (256, 1, 1), pos, vel,
+                                self.buf.ptr("acc"), self._n, sums)
+            self._sync()
+            out = self._download(sums, np.float64, 2)
+        return Energies(kinetic=float(out[0]), potential=float(out[1]))
+
+    def close(self) -> None:
+        if getattr(self, "buf", None) is not None:
+            with self._active():
+                self._sync()
+                self.buf.free()
+            self.buf = None
+            self.context.detach()
+            self._n = 0
+
+    # -- renderer access -----------------------------------------------------------------------
+    def device_arrays(self) -> dict:
+        """Device pointers (int) of the current particle order: 'pos4' (x, y, z, mass) and
+        'vel4' (vx, vy, vz, Component code as float), float4 each, and 'n'. Valid until the
+        next step (the step's reorder alternates between two buffers)."""
+        pos, vel = self.buf.set_ptrs(self._cur)
+        return {"pos4": pos, "vel4": vel, "n": self._n}
+
+    def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray:
+        """(M, 4) float32 centre x, y, z and size of the cells of levels level_lo..level_hi
+        (inclusive) of the last tree; empty without a tree (direct gravity)."""
+        if not self._have_tree:
+            return np.zeros((0, 4), np.float32)
+        lo, hi = max(0, int(level_lo)), min(MAX_LEVEL, int(level_hi))
+        with self._active():
+            self._sync()
+            lb = self._download(self.buf.ptr("lb"), np.int32, MAX_LEVEL + 3)
+            c0, c1 = int(lb[lo]), int(lb[hi + 1]) if hi >= lo else int(lb[lo])
+            if c1 <= c0:
+                return np.zeros((0, 4), np.float32)
+            self.buf._alloc("boxes", 16 * (c1 - c0))
+            self.kernels.launch("cell_boxes", (self._grid(c1 - c0), 1, 1), (256, 1, 1), c0, c1,
+                                self.buf.ptr("level"), self.buf.ptr("begin"),
+                                self.buf.ptr("keys0"), self.buf.ptr("frame"),
+                                self.buf.ptr("boxes"))
+            return self._download(self.buf.ptr("boxes"), np.float32, 4 * (c1 - c0)).reshape(-1, 4)
+
+    # -- force evaluation ---------------------------------------------------------------------
+    def _evaluate(self) -> None:
+        """Accelerations of the current positions (no kicks), with the status checked."""
+        ev = self._events
+        ev[1].record()
+        self._force(ev)
+        self._read_status()
+        while self._check_status():
+            self._force(None)
+            self._read_status()
+        t = {name: 0.0 for name in PHASES}
+        if self.gravity == "tree":
+            t["keys_sort"] = ev[2].time_since(ev[1])
+            t["build"] = ev[3].time_since(ev[2])
+            t["multipoles"] = ev[4].time_since(ev[3])
+        t["walk"] = ev[5].time_since(ev[4] if self.gravity == "tree" else ev[1])
+        self._set_stats(t)
+
+    def _force(self, ev) -> None:
+        from galaxyview.engines.gpu.phases import run_force
+
+        run_force(self, ev)
+        self._have_tree = self.gravity == "tree"
+
+    def _kick(self, hdt: float) -> None:
+        self.kernels.launch("kick", (self._grid(), 1, 1), (256, 1, 1),
+                            self.buf.set_ptrs(self._cur)[1], self.buf.ptr("acc"), self._n,
+                            hdt, self.buf.ptr("status"))
+
+    def _read_status(self) -> None:
+        self._cuda.memcpy_dtoh_async(self._host_status, self.buf.ptr("status"))
+        self._events[7].record()
+        self._wait(self._events[7])
+
+    def _check_status(self) -> bool:
+        """Raise on a non-finite state or a walk stack overflow; True when the tree needs
+        bigger arrays (then grown, and the force must be evaluated again)."""
+        flags = int(self._host_status[ST_FLAGS])
+        if flags & FLAG_NONFINITE:
+            raise EngineError(
+                f"the particle state became non-finite (NaN or inf) at t = {self._time:g}: "
+                "reload the scene and use a smaller dt or a larger eps")
+        if flags & FLAG_STACK:
+            raise EngineError(
+                f"the tree walk ran out of stack at theta = {self.params.theta:g}: "
+                "use a larger theta")
+        if flags & (FLAG_CELLS | FLAG_GROUPS):
+            self.buf.grow_cells()
+            return True
+        return False
+
+    def _set_stats(self, timings: dict) -> None:
+        pp, pc = int(self._host_status[ST_PP]), int(self._host_status[ST_PC])
+        if self.gravity == "direct":
+            pp, pc = self._n * self._n, 0
+        self.stats = StepStats(timings_ms=timings, pp=pp, pc=pc, n=self._n)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _grid(self, n: int | None = None) -> int:
+        n = self._n if n is None else n
+        return max(1, min(-(-n // 256), self._n_sm * 8))
+
+    def next_slot(self) -> tuple[int, int]:
+        """(tile counter pointer, epoch) for one look-back launch of this force evaluation."""
+        ptr = self.buf.ptr("status") + 8 * (ST_TILE0 + self._slot)
+        self._slot += 1
+        self._epoch = self._epoch % (2**30 - 2) + 1
+        return ptr, self._epoch
+
+    def _wait(self, event) -> None:
+        try:
+            event.synchronize()
+        except self._cuda.Error as exc:
+            raise EngineError(
+                f"a GPU kernel failed during the step ({exc}); the GPU context is unusable: "
+                "restart galaxyview (GALAXYVIEW_GPU_SYNC=1 names the kernel) or use "
+                "--backend cpu") from None
+
+    def _sync(self) -> None:
+        self._wait(self._events[7].record())
+
+    def _download(self, ptr: int, dtype, count: int) -> np.ndarray:
+        out = np.empty(count, dtype=dtype)
+        if count:
+            self._cuda.memcpy_dtoh(out, ptr)
+        return out
+

@@ -1,0 +1,196 @@
+"""Scene files: TOML descriptions of initial conditions, fully validated before any work.
+
+  [scene]  name, description, seed, n_cpu, n_gpu
+  [units]  optional: length_kpc, mass_1e10msun (without it: N-body units)
+  [params] optional: theta, dt, eps (N-body units; defaults from Params)
+  [model]  type = "<registered model>" plus that model's own keys
+docs/scene-format.md describes the format for users and model writers.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from galaxyview.errors import GalaxyviewError, ParameterError, SceneError
+from galaxyview.model import ics, tipsy
+from galaxyview.model.params import THETA_MAX, Params
+from galaxyview.model.state import ParticleState
+from galaxyview.model.units import UnitSystem
+from galaxyview.model.validate import Table
+from galaxyview.resources import scenes_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+N_MAX = 2**28  # most particles a scene may ask for
+SEED_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A validated scene: `config` is what the model's parse() returned (N-body units)."""
+
+    name: str
+    description: str
+    seed: int
+    n_cpu: int
+    n_gpu: int
+    units: UnitSystem | None
+    params: Params
+    model: str
+    config: Any
+    source: Path
+
+    def default_n(self, backend: str = "cpu") -> int:
+        """Particle count for a backend: n_gpu for "gpu", n_cpu otherwise."""
+        return self.n_gpu if backend == "gpu" else self.n_cpu
+
+    def build(self, n: int | None = None, backend: str = "cpu") -> ParticleState:
+        """The initial state: the same scene, seed and n always give identical arrays."""
+        n = self.default_n(backend) if n is None else check_n(n)
+        state = ics.get_model(self.model).build(self.config, n, np.random.default_rng(self.seed))
+        state.meta.update(scene=self.name, description=self.description, model=self.model,
+                          seed=self.seed, source=str(self.source), units=self.units)
+        return state
+
+
+def check_n(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= N_MAX:
+        raise ParameterError(f"the number of particles must be an integer in [1, {N_MAX}], "
+                             f"got {n!r}")
+    return int(n)
+
+
+def _models() -> list[str]:
+    return ics.model_names()
+
+
+def parse_scene(data: dict, source: str | Path) -> Scene:
+    """Validate parsed TOML; SceneError naming file, key, value and what is allowed."""
+    root = Table(data, source)
+    head = root.table("scene")
+    name = head.string("name")
+    if not name.strip():
+        raise head.error("name", name, "must not be empty")
+    description = head.string("description")
+    seed = head.integer("seed", lo=0, hi=SEED_MAX)
+    n_cpu = head.integer("n_cpu", lo=1, hi=N_MAX)
+    n_gpu = head.integer("n_gpu", lo=1, hi=N_MAX)
+    head.finish()
+    units = _units(root.table("units", None))
+    params = _params(root.table("params", None))
+    table = root.table("model")
+    kind = table.string("type", choices=_models())
+    try:
+        config = ics.get_model(kind).parse(table, units)
+    except SceneError:
+        raise
+    except GalaxyviewError as exc:
+        raise SceneError(f"{source}: [model] {exc}") from None
+    table.finish()
+    root.finish()
+    return Scene(name, description, seed, n_cpu, n_gpu, units, params, kind, config, Path(source))
+
+
+def _units(table: Table | None) -> UnitSystem | None:
+    if table is None:
+        return None
+    length = table.number("length_kpc", 1.0, lo=0, lo_open=True)
+    mass = table.number("mass_1e10msun", 1.0, lo=0, lo_open=True)
+    table.finish()
+    return UnitSystem(length_kpc=length, mass_msun=mass * 1e10)
+
+
+def _params(table: Table | None) -> Params:
+    default = Params()
+    if table is None:
+        return default
+    theta = table.number("theta", default.theta, lo=0, hi=THETA_MAX, lo_open=True)
+    dt = table.number("dt", default.dt, lo=0, lo_open=True)
+    eps = table.number("eps", default.eps, lo=0)
+    table.finish()
+    return default.with_(theta=theta, dt=dt, eps=eps)
+
+
+# -- finding and loading ------------------------------------------------------------------------
+def _shipped_dir() -> Path:
+    try:
+        return scenes_dir()
+    except FileNotFoundError as exc:
+        raise SceneError(str(exc)) from None
+
+
+def _shipped_names() -> list[str]:
+    return sorted(p.stem for p in _shipped_dir().glob("*.toml"))
+
+
+def _is_path(name_or_path) -> bool:
+    text = str(name_or_path)
+    return (isinstance(name_or_path, Path) or "/" in text or "\\" in text
+            or text.endswith(".toml") or Path(text).is_file())
+
+
+def scene_path(name_or_path) -> Path:
+    """The file of a shipped scene name, or the given path; SceneError for an unknown name."""
+    if _is_path(name_or_path):
+        return Path(name_or_path)
+    path = _shipped_dir() / f"{name_or_path}.toml"
+    if not path.is_file():
+        raise SceneError(f"unknown scene {str(name_or_path)!r}; shipped scenes: "
+                         f"{', '.join(_shipped_names()) or 'none'} (or give the path of a "
+                         f".toml scene file or a Tipsy snapshot)")
+    return path
+
+
+def load_scene(name_or_path) -> Scene:
+    """Load and validate a shipped scene (by name) or a scene file (by path)."""
+    path = scene_path(name_or_path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise SceneError(f"{path}: no such scene file; shipped scenes: "
+                         f"{', '.join(_shipped_names()) or 'none'}") from None
+    except IsADirectoryError:
+        raise SceneError(f"{path}: is a folder; give the path of a .toml scene file") from None
+    except OSError as exc:
+        raise SceneError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError(f"{path}: TOML syntax error: {exc}") from None
+    except UnicodeDecodeError:
+        raise SceneError(f"{path}: not UTF-8 text; is it a scene file?") from None
+    return parse_scene(data, path)
+
+
+def shipped_scenes() -> list[tuple[str, str, Path]]:
+    """(name for load_scene, description, path) of every shipped scene, sorted by name."""
+    return [(name, load_scene(name).description, scene_path(name))
+            for name in _shipped_names()]
+
+
+def is_snapshot(path_or_name) -> bool:
+    """True for a Tipsy extension (.tipsy, .std, .bin) or a non-.toml file that sniffs as Tipsy."""
+    path = Path(path_or_name)
+    if path.suffix.lower() in tipsy.SUFFIXES:
+        return True
+    return path.suffix.lower() != ".toml" and path.is_file() and tipsy.is_tipsy(path)
+
+
+def load_initial_state(path_or_name, n: int | None = None,
+                       backend: str = "cpu") -> tuple[ParticleState, Scene | None]:
+    """(state, scene) from a scene name or file, or (state, None) from a Tipsy snapshot."""
+    if is_snapshot(path_or_name):
+        state = tipsy.load_snapshot(path_or_name)
+        if n is not None and n != state.n:
+            raise ParameterError(
+                f"{path_or_name} is a snapshot of {state.n} particles; a particle count "
+                f"({n}) applies to scenes only, leave it out")
+        return state, None
+    scene = load_scene(path_or_name)
+    return scene.build(n, backend), scene

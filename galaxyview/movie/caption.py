@@ -1,0 +1,68 @@
+"""Captions burnt into movie frames: scene name and simulation time, bottom left.
+
+Text is rasterised with Pillow (imageio's own dependency) into a coverage mask and blended
+onto the frame in numpy, with a dark outline so it reads on bright and dark regions alike.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from galaxyview.errors import GalaxyviewError
+
+
+def caption_text(name: str, time_nbody: float, time_myr_per_unit: float | None) -> str:
+    """'mw-andromeda   t = 412.5 Myr', or the time in N-body units for scenes without units."""
+    if time_myr_per_unit:
+        return f"{name}   t = {time_nbody * time_myr_per_unit:.1f} Myr"
+    return f"{name}   t = {time_nbody:.3f} (N-body units)"
+
+
+@lru_cache(maxsize=4)
+def _font(px: int):
+    try:
+        from PIL import ImageFont
+    except ImportError:
+        raise GalaxyviewError("captions need Pillow (pip install pillow), or record without "
+                              "--caption") from None
+    try:
+        return ImageFont.load_default(size=px)
+    except (TypeError, AttributeError, OSError):  # Pillow < 10.1 or no FreeType: bitmap font
+        return ImageFont.load_default()
+
+
+def text_mask(text: str, px: int) -> np.ndarray:
+    """Coverage (h, w) float32 in [0, 1] of `text` at about `px` pixels high."""
+    from PIL import Image, ImageDraw
+
+    font = _font(px)
+    left, top, right, bottom = font.getbbox(text)
+    image = Image.new("L", (max(1, right), max(1, bottom)))
+    ImageDraw.Draw(image).text((0, 0), text, fill=255, font=font)
+    return np.asarray(image, dtype=np.float32)[top:, left:] / 255.0
+
+
+def draw_caption(rgb: np.ndarray, text: str) -> np.ndarray:
+    """Blend white `text` with a dark outline into the bottom-left corner of rgb (in place)."""
+    height, width = rgb.shape[:2]
+    px = max(12, height // 27)
+    mask = text_mask(text, px)
+    margin = max(4, px // 2)
+    h = min(mask.shape[0], height - 2 * margin - 2)
+    w = min(mask.shape[1], width - 2 * margin - 2)
+    if h <= 0 or w <= 0:
+        return rgb
+    mask = mask[:h, :w]
+    # outline: the mask dilated by one pixel in each direction
+    outline = np.zeros((h + 2, w + 2), np.float32)
+    for dy in range(3):
+        for dx in range(3):
+            np.maximum(outline[dy:dy + h, dx:dx + w], mask, out=outline[dy:dy + h, dx:dx + w])
+    y0, x0 = height - margin - h - 1, margin - 1
+    region = rgb[y0:y0 + h + 2, x0:x0 + w + 2, :3].astype(np.float32)
+    region *= (1.0 - 0.8 * outline)[..., None]  # darken under and around the glyphs
+    inner = region[1:h + 1, 1:w + 1]
+    inner += (255.0 - inner) * mask[..., None]  # then white glyphs
+    rgb[y0:y0 + h + 2, x0:x0 + w + 2, :3] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
+    return rgb

@@ -1,0 +1,328 @@
+"""H.264 mp4 writer: ffmpeg (imageio-ffmpeg's binary) fed from a thread, with safe output.
+
+The movie is written to a temporary file beside the destination and renamed into place by
+close(), so an interrupted or failed recording never leaves a broken movie under the name asked
+for. ffmpeg runs in its own process (and process group, so Ctrl-C reaches only Python); a writer
+thread feeds it from a bounded queue, so encoding overlaps with stepping and rendering.
+
+    writer = MovieWriter("merger.mp4", fps=30, size=(1920, 1080))   # checks the path at once
+    for ...:
+        writer.add_frame(rgb)        # (H, W, 3) or (H, W, 4) uint8, top row first
+    writer.close()                   # finishes the movie and renames it into place
+"""
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import subprocess
+import threading
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+from galaxyview.errors import GalaxyviewError
+
+SUFFIXES = (".mp4",)
+PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower")
+_STOP = object()
+
+
+class MovieError(GalaxyviewError):
+    """The movie cannot be written: bad path, size or rate, or the encoder failed."""
+
+
+def check_output(path, overwrite: bool = False) -> Path:
+    """Check that a movie can be written at `path` without doing any work; return it as a Path.
+
+    Refuses a folder, a missing folder, a suffix other than .mp4 and an existing file (unless
+    overwrite). Writability is proven by creating (and removing) a file in the folder.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise MovieError(f"{path} is a folder; give a file name such as {path / 'movie.mp4'}")
+    if path.suffix.lower() not in SUFFIXES:
+        raise MovieError(f"{path}: movies are H.264 mp4 files; give a name ending in .mp4")
+    folder = path.parent
+    if not folder.exists():
+        raise MovieError(f"{path}: the folder {folder} does not exist; create it first "
+                         f"(mkdir -p {folder}) or choose another folder")
+    if not folder.is_dir():
+        raise MovieError(f"{path}: {folder} is not a folder")
+    if path.exists() and not overwrite:
+        raise MovieError(f"{path} already exists; choose another name or allow overwriting "
+                         "(galaxyview record --overwrite)")
+    temp, fd = _open_temp(path)
+    os.close(fd)
+    os.unlink(temp)
+    return path
+
+
+def _open_temp(path: Path) -> tuple[Path, int]:
+    """Create a new hidden file beside `path` (permissions from the umask); (name, fd)."""
+    for _ in range(20):
+        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        except PermissionError:
+            raise MovieError(f"{path}: no permission to write in {path.parent}; choose a "
+                             "folder you can write to") from None
+        except OSError as exc:
+            raise MovieError(f"{path}: cannot write in {path.parent} ({exc.strerror}); "
+                             "choose another folder") from None
+        return temp, fd
+    raise MovieError(f"{path}: cannot create a temporary file in {path.parent}")
+
+
+def check_size(size) -> tuple[int, int]:
+    """(width, height) as ints; H.264 in yuv420p needs both even (and at least 16)."""
+    try:
+        width, height = (int(v) for v in size)
+    except (TypeError, ValueError):
+        raise MovieError(f"movie size must be (width, height), got {size!r}") from None
+    if width < 16 or height < 16 or width > 8192 or height > 8192:
+        raise MovieError(f"movie size {width}x{height} is out of range; width and height must "
+                         "be in 16..8192")
+    if width % 2 or height % 2:
+        raise MovieError(f"movie size {width}x{height}: H.264 (yuv420p) needs an even width and "
+                         f"height; try {width + width % 2}x{height + height % 2}")
+    return width, height
+
+
+def check_fps(fps) -> int:
+    if isinstance(fps, bool) or not isinstance(fps, (int, np.integer)) or not 1 <= fps <= 240:
+        raise MovieError(f"frame rate must be a whole number of frames per second in 1..240, "
+                         f"got {fps!r}")
+    return int(fps)
+
+
+def _ffmpeg_exe() -> str:
+    """The ffmpeg binary that imageio-ffmpeg ships (or the one $IMAGEIO_FFMPEG_EXE names)."""
+    try:
+        import imageio_ffmpeg
+
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except (ImportError, RuntimeError) as exc:
+        raise MovieError(f"no ffmpeg for encoding movies ({exc}); pip install imageio-ffmpeg") \
+            from None
+
+
+def _widen_pipe(pipe) -> None:
+    """Ask Linux for a 1 MiB pipe (64 KiB by default): fewer wake-ups per 6 MB frame."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):
+        pass  # other systems, or a lower limit: only slower
+
+
+class MovieWriter:
+    """Write RGB frames into an H.264 mp4 movie at `path`.
+
+    path: destination (.mp4); checked here, before any work: an existing file is refused unless
+        overwrite, and a missing or unwritable folder fails at once.
+    fps: frames per second of the movie (whole number, 1..240).
+    size: (width, height), both even.
+    crf: x264 constant rate factor (0 lossless .. 51; 18 looks lossless for most content).
+    preset: x264 speed/size trade-off (faster presets make bigger files).
+    queue_frames: frames waiting for the encoder before add_frame blocks.
+
+    add_frame() copies the frame (unless copy=False), so the caller may reuse its buffer.
+    close() finishes the movie and renames it to `path`; abort() discards it. As a context
+    manager it closes on success and aborts on an exception.
+    """
+
+    def __init__(self, path, fps: int = 30, size=(1920, 1080), overwrite: bool = False, *,
+                 crf: int = 18, preset: str = "fast", queue_frames: int = 8):
+        self.fps = check_fps(fps)
+        self.size = check_size(size)
+        if preset not in PRESETS:
+            raise MovieError(f"unknown x264 preset {preset!r}; choose one of {', '.join(PRESETS)}")
+        if isinstance(crf, bool) or not isinstance(crf, int) or not 0 <= crf <= 51:
+            raise MovieError(f"crf must be a whole number in 0..51, got {crf!r}")
+        self.path = check_output(path, overwrite)
+        self.overwrite = overwrite
+        self.frames_added = 0
+        self.frames_written = 0
+        self._error: BaseException | None = None
+        self._stderr: deque[str] = deque(maxlen=20)
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, queue_frames))
+        self._finished: Path | None = None
+        ffmpeg = _ffmpeg_exe()
+        self.temp_path, fd = _open_temp(self.path)
+        os.close(fd)
+        try:
+            self._proc = subprocess.Popen(
+                self._command(ffmpeg, crf, preset), stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                start_new_session=True)  # Ctrl-C reaches Python only
+        except OSError as exc:
+            self._remove_temp()
+            raise MovieError(f"cannot start the encoder (ffmpeg): {exc}; reinstall "
+                             "imageio-ffmpeg") from None
+        _widen_pipe(self._proc.stdin)
+        self._feeder = threading.Thread(target=self._feed, name="movie-encoder", daemon=True)
+        self._drainer = threading.Thread(target=self._drain, name="movie-stderr", daemon=True)
+        self._feeder.start()
+        self._drainer.start()
+        self._closed = False
+
+    # -- public --------------------------------------------------------------------------------
+    def add_frame(self, rgb, copy: bool = True) -> None:
+        """Queue one frame: (H, W, 3) or (H, W, 4) uint8 (alpha dropped), H, W = size[1], size[0].
+
+        copy=False hands a contiguous RGB array over without a copy: the caller must not touch
+        it afterwards.
+        """
+        if self._closed:
+            raise MovieError(f"{self.path}: the movie is already closed")
+        rgb = np.asarray(rgb)
+        width, height = self.size
+        if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] not in (3, 4):
+            raise MovieError(f"a movie frame must be an (H, W, 3) uint8 RGB image, got shape "
+                             f"{rgb.shape} {rgb.dtype}")
+        if rgb.shape[:2] != (height, width):
+            raise MovieError(f"frame of {rgb.shape[1]}x{rgb.shape[0]} pixels does not match the "
+                             f"movie size {width}x{height}")
+        if rgb.shape[2] == 4:
+            frame = np.ascontiguousarray(rgb[:, :, :3])
+        else:
+            frame = rgb.copy() if copy else np.ascontiguousarray(rgb)
+        while True:
+            self._raise_if_failed()
+            try:
+                self._queue.put(frame, timeout=0.2)
+                break
+            except queue.Full:
+                continue
+        self.frames_added += 1
+
+    def close(self) -> Path:
+        """Encode the queued frames, finish the file and rename it to `path`; return `path`.
+
+        With no frames at all there is no valid movie: the temporary file is removed and
+        MovieError is raised.
+        """
+        if self._closed:
+            if self._finished is None:
+                raise MovieError(f"{self.path}: the recording was stopped without a movie")
+            return self._finished
+        self._closed = True
+        try:
+            self._queue.put(_STOP)
+            self._feeder.join()
+            self._finish_process()
+            if self._error is not None:
+                raise self._failure()
+            if self.frames_written == 0:
+                raise MovieError(f"{self.path}: no frames were recorded, so no movie was written")
+        except BaseException:  # KeyboardInterrupt while finishing too: leave nothing behind
+            self._kill()
+            self._remove_temp()
+            raise
+        if self.path.exists() and not self.overwrite:
+            raise MovieError(f"{self.path} appeared while recording; the movie is kept as "
+                             f"{self.temp_path}")
+        os.replace(self.temp_path, self.path)
+        self._finished = self.path
+        return self.path
+
+    def abort(self) -> None:
+        """Stop the encoder and remove the temporary file; nothing is written at `path`."""
+        self._closed = True
+        self._kill()
+        self._remove_temp()
+
+    def __enter__(self) -> "MovieWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _command(self, ffmpeg: str, crf: int, preset: str) -> list[str]:
+        width, height = self.size
+        return [
+            ffmpeg, "-hide_banner", "-loglevel", "error", "-y",
+            "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}",
+            "-r", str(self.fps), "-i", "-", "-an",
+            "-vf", "scale=out_color_matrix=bt709:out_range=tv",
+            "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
+            "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709",
+            "-color_range", "tv", "-movflags", "+faststart", "-f", "mp4", str(self.temp_path),
+        ]
+
+    def _feed(self) -> None:
+        """Writer thread: frames from the queue into ffmpeg's stdin."""
+        stdin = self._proc.stdin
+        while True:
+            frame = self._queue.get()
+            if frame is _STOP:
+                break
+            if self._error is not None:
+                continue  # keep draining so add_frame never blocks on a dead encoder
+            try:
+                stdin.write(memoryview(frame).cast("B"))
+                self.frames_written += 1
+            except (OSError, ValueError) as exc:
+                self._error = exc
+        try:
+            stdin.close()
+        except OSError as exc:
+            self._error = self._error or exc
+
+    def _drain(self) -> None:
+        for line in self._proc.stderr:
+            self._stderr.append(line.decode(errors="replace").rstrip())
+
+    def _finish_process(self) -> None:
+        code = self._proc.wait()
+        self._drainer.join(timeout=5)
+        if code != 0 and self._error is None:
+            self._error = RuntimeError(f"exit status {code}")
+
+    def _failure(self) -> MovieError:
+        said = "; ".join(line for line in self._stderr if line) or str(self._error)
+        return MovieError(f"{self.path}: the encoder (ffmpeg) failed after {self.frames_written} "
+                          f"frames: {said}. No movie was written; check free disk space and "
+                          "the folder's permissions")
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None or self._proc.poll() not in (None, 0):
+            self._closed = True
+            self._kill()
+            self._drainer.join(timeout=5)
+            self._error = self._error or RuntimeError(f"exit status {self._proc.returncode}")
+            self._remove_temp()
+            raise self._failure()
+
+    def _kill(self) -> None:
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        feeder = getattr(self, "_feeder", None)
+        if feeder is not None and feeder.is_alive():
+            try:  # unblock the writer thread
+                while True:
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+            try:
+                self._queue.put(_STOP, timeout=5)
+            except queue.Full:
+                pass
+            feeder.join(timeout=5)
+
+    def _remove_temp(self) -> None:
+        try:
+            self.temp_path.unlink()
+        except FileNotFoundError:
+            pass

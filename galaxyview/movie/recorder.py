@@ -1,0 +1,228 @@
+"""Headless movie recording: step the engine, draw offscreen, caption, encode.
+
+One frame = `steps_per_frame` steps, one draw (one pixel read-back) and one add_frame; the
+encoder runs in its own thread and process, so encoding overlaps with the next frame's steps
+and draw. Frame i shows the state after i * steps_per_frame steps (frame 0 is the initial state).
+Nothing here is random: the same scene, seed, parameters and engine give the same frames.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from galaxyview.errors import GalaxyviewError, ParameterError
+from galaxyview.model.state import Component
+from galaxyview.movie.caption import caption_text, draw_caption
+from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_size
+
+CAMERAS = ("fixed", "orbit", "follow")
+ORBIT_DEG_PER_S = 12.0  # orbit camera: one turn per 30 s of movie
+
+
+@dataclass
+class RecordOptions:
+    frames: int = 300
+    fps: int = 30
+    size: tuple = (1920, 1080)
+    steps_per_frame: int = 1
+    camera: str = "fixed"
+    caption: bool = False
+    overwrite: bool = False
+    crf: int = 18
+    preset: str = "fast"
+    overlap: bool = True  # step in a thread during read-back (False: one thing at a time)
+
+    def validate(self) -> "RecordOptions":
+        if isinstance(self.frames, bool) or not isinstance(self.frames, int) or self.frames < 1:
+            raise ParameterError(f"frames must be a whole number >= 1, got {self.frames!r}")
+        if (isinstance(self.steps_per_frame, bool) or not isinstance(self.steps_per_frame, int)
+                or self.steps_per_frame < 0):
+            raise ParameterError(f"steps per frame must be a whole number >= 0, got "
+                                 f"{self.steps_per_frame!r}")
+        if self.camera not in CAMERAS:
+            raise ParameterError(f"camera must be one of {', '.join(CAMERAS)}, got {self.camera!r}")
+        self.fps = check_fps(self.fps)
+        self.size = check_size(self.size)
+        return self
+
+
+@dataclass
+class RecordResult:
+    path: Path | None
+    frames: int  # frames in the movie
+    requested: int
+    interrupted: bool = False
+    failure: str | None = None  # what stopped the recording early, if anything
+    wall_s: float = 0.0  # from the first step to the finished file
+    sim_time: float = 0.0  # N-body time of the last frame
+    phases_s: dict = field(default_factory=dict)  # main-thread seconds per part, in total
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def follow_target(engine, initial):
+    """A callable giving the point the follow camera tracks: the centre of mass of the first
+    galaxy's core (its bulge and black hole particles; without those, the tenth of its particles
+    nearest its initial centre). The particle set is chosen once, from the initial state."""
+    first = initial.galaxy == initial.galaxy.min()
+    core = first & np.isin(initial.component, (Component.BULGE, Component.BLACK_HOLE))
+    if not core.any():
+        pos = initial.pos[first].astype(np.float64)
+        centre = np.average(pos, axis=0, weights=initial.mass[first] + 1e-30)
+        r = np.linalg.norm(pos - centre, axis=1)
+        idx = np.flatnonzero(first)[r <= np.quantile(r, 0.1)]
+    else:
+        idx = np.flatnonzero(core)
+    weights = initial.mass[idx].astype(np.float64) + 1e-30
+
+    def target():
+        pos = engine.state().pos[idx].astype(np.float64)
+        return weights @ pos / weights.sum()
+
+    return target
+
+
+class _Stepper:
+    """Runs engine.step(m) in a worker thread, so the next frame's steps overlap with the pixel
+    read-back, caption and hand-over of the current one. Exceptions come back in wait()."""
+
+    def __init__(self, engine, m: int):
+        self.engine, self.m = engine, m
+        self._thread = None
+        self._error = None
+
+    def start(self) -> None:
+        def run():
+            try:
+                self.engine.step(self.m)
+            except BaseException as exc:  # handed to the main thread by wait()
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="movie-step", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        if self._thread is None:
+            return
+        while self._thread.is_alive():  # join in slices: Ctrl-C stays responsive
+            self._thread.join(timeout=0.1)
+        self._thread = None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
+def record_frames(engine, renderer, writer, options: RecordOptions, caption=None,
+                  progress=None) -> tuple[int, bool, str | None, dict]:
+    """The frame loop. caption(sim_time) -> text, or None; progress(frames_done, sim_time).
+
+    With a renderer that separates render_frame() and read(), the steps towards frame i+1 run
+    in a thread while frame i is read back, captioned and queued for the encoder (the GPU
+    vertex buffer already holds frame i by then); otherwise frames are draw()n one at a time.
+    Returns (frames written, interrupted by Ctrl-C, failure message or None, phase seconds).
+    A KeyboardInterrupt or a GalaxyviewError (e.g. the state went NaN) ends the loop early;
+    the frames made so far stay valid.
+    """
+    camera = renderer.camera
+    d_azimuth = ORBIT_DEG_PER_S / options.fps if options.camera == "orbit" else 0.0
+    overlap = options.overlap and hasattr(renderer, "render_frame") and hasattr(renderer, "read")
+    stepper = _Stepper(engine, options.steps_per_frame)
+    spent = {"step_wait": 0.0, "render": 0.0, "read": 0.0, "caption": 0.0, "encode_wait": 0.0}
+    done, interrupted, failure = 0, False, None
+    try:
+        for i in range(options.frames):
+            t0 = time.perf_counter()
+            if i and options.steps_per_frame:
+                if overlap:
+                    stepper.wait()
+                else:
+                    engine.step(options.steps_per_frame)
+            if i and d_azimuth:
+                camera.orbit(d_azimuth)
+            t1 = time.perf_counter()
+            sim_time = engine.time  # of this frame (the stepper may run on during read-back)
+            if overlap:
+                renderer.render_frame()
+                t2 = time.perf_counter()
+                if i + 1 < options.frames and options.steps_per_frame:
+                    stepper.start()
+                rgb = renderer.read()
+            else:
+                rgb = renderer.draw()
+                t2 = time.perf_counter()
+            t3 = time.perf_counter()
+            if caption is not None:
+                draw_caption(rgb, caption(sim_time))
+            t4 = time.perf_counter()
+            writer.add_frame(rgb, copy=False)
+            t5 = time.perf_counter()
+            done += 1
+            for key, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                spent[key] += dt
+            if progress is not None:
+                progress(done, sim_time)
+    except KeyboardInterrupt:
+        interrupted = True
+    except MovieError:
+        raise  # the encoder failed: there is no movie to keep
+    except GalaxyviewError as exc:
+        failure = str(exc)
+    finally:
+        try:
+            stepper.wait()  # never leave a step running on the engine
+        except BaseException:
+            pass
+    return done, interrupted, failure, spent
+
+
+def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=None,
+                      renderer=None, show_progress: bool = True) -> RecordResult:
+    """Record `options.frames` frames of a loaded Simulation into `writer`, then close it.
+
+    renderer: an OffscreenRenderer to reuse (kept open), or None for a new one of options.size.
+    Ctrl-C or an engine failure finishes the movie with the frames made so far.
+    """
+    from tqdm import tqdm
+
+    own = renderer is None
+    if own:
+        from galaxyview.render.offscreen import OffscreenRenderer
+
+        renderer = OffscreenRenderer(*options.size, look=look)
+    bar = None
+    try:
+        renderer.attach(sim.engine)  # frames the camera on the initial state
+        if options.camera == "follow":
+            renderer.camera.follow(follow_target(sim.engine, sim.initial))
+        myr = sim.units.time_myr if sim.units else None
+        caption = (lambda t: caption_text(sim.name, t, myr)) if options.caption else None
+        bar = tqdm(total=options.frames, desc=f"{sim.name} -> {writer.path.name}", unit="frame",
+                   file=sys.stderr, dynamic_ncols=True,
+                   disable=None if show_progress else True)  # None: off when not a TTY
+
+        def progress(done, t):
+            bar.set_postfix_str(f"t = {t * myr:.1f} Myr" if myr else f"t = {t:.3f}",
+                                refresh=False)
+            bar.update(1)
+
+        start = time.perf_counter()
+        done, interrupted, failure, spent = record_frames(sim.engine, renderer, writer, options,
+                                                          caption, progress)
+    finally:
+        if bar is not None:
+            bar.close()
+        if own:
+            renderer.close()
+    if not done:
+        writer.abort()
+        return RecordResult(None, 0, options.frames, interrupted, failure)
+    path = writer.close()
+    return RecordResult(path, done, options.frames, interrupted, failure,
+                        time.perf_counter() - start, sim.engine.time, spent)

@@ -1,0 +1,114 @@
+"""Renderer benchmark on the GPU machine (EGL, no Qt): rendering + interop alone, and whole
+frames (one engine step + rendering) on a scene.
+
+    python -m galaxyview.render.benchmark --scene antennae --n 1000000 --render-n 1000000 4000000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+from galaxyview.engines import create_engine
+from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.params import Params
+from galaxyview.render.offscreen import OffscreenRenderer
+from galaxyview.render.sources import HostSource
+
+
+def _median_ms(fn, frames: int) -> float:
+    times = []
+    for _ in range(frames):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def render_only(renderer: OffscreenRenderer, engine, n: int, frames: int) -> dict:
+    """Interop + draw per frame with the engine standing still; host upload for comparison."""
+    renderer.attach(engine)
+    renderer.render_frame()  # warm-up: buffer creation and registration
+    ms = _median_ms(renderer.render_frame, frames)
+    parts = dict(renderer.timings)
+    host = HostSource(engine, renderer._renderer)
+    upload_ms = _median_ms(host.refresh, max(3, frames // 5))
+    renderer.attach(engine)  # back to the interop path
+    return {"n": n, "render_interop_ms": round(ms, 3),
+            "interop_ms": round(parts["upload"], 3), "draw_ms": round(parts["render"], 3),
+            "host_copy_upload_ms": round(upload_ms, 3), "path": renderer.path}
+
+
+def whole_frames(renderer: OffscreenRenderer, engine, frames: int) -> dict:
+    renderer.attach(engine)
+    for _ in range(3):  # warm-up
+        engine.step(1)
+        renderer.render_frame()
+    step_ms, t0 = [], time.perf_counter()
+    for _ in range(frames):
+        t1 = time.perf_counter()
+        engine.step(1)
+        step_ms.append((time.perf_counter() - t1) * 1e3)
+        renderer.render_frame()
+    wall = time.perf_counter() - t0
+    return {"n": engine.n, "frames": frames, "fps": round(frames / wall, 1),
+            "frame_ms": round(wall / frames * 1e3, 3),
+            "step_ms_median": round(statistics.median(step_ms), 3),
+            "render_ms_last": round(renderer.timings["render"], 3),
+            "interop_ms_last": round(renderer.timings["upload"], 3)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--scene", default="antennae")
+    ap.add_argument("--n", type=int, default=1_000_000, help="particles for whole frames")
+    ap.add_argument("--theta", type=float, default=0.75)
+    ap.add_argument("--render-n", type=int, nargs="*", default=[1_000_000, 4_000_000])
+    ap.add_argument("--frames", type=int, default=60)
+    ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--png", help="save a frame of the scene here")
+    ap.add_argument("--png-steps", type=int, default=0,
+                    help="steps to run (in batches, untimed) before the --png frame")
+    args = ap.parse_args(argv)
+    w, h = (int(v) for v in args.size.split("x"))
+    out = {"size": [w, h]}
+    renderer = OffscreenRenderer(w, h)
+    out["render_only"] = []
+    for n in args.render_n:
+        engine, _ = create_engine("gpu", Params(theta=args.theta))
+        engine.load(plummer_sphere(n, np.random.default_rng(1)))
+        out["render_only"].append(render_only(renderer, engine, n, args.frames))
+        renderer.detach()
+        engine.close()
+        print(json.dumps(out["render_only"][-1]), flush=True)
+    if args.scene:
+        from galaxyview.simulation import open_simulation
+
+        sim = open_simulation(args.scene, "gpu", args.n, theta=args.theta)
+        out["whole"] = {"scene": args.scene, "theta": args.theta,
+                        "device": sim.engine.device_name,
+                        **whole_frames(renderer, sim.engine, args.frames)}
+        print(json.dumps(out["whole"]), flush=True)
+        if args.png:
+            import imageio.v3 as iio
+
+            left = args.png_steps
+            while left > 0:
+                sim.engine.step(min(left, 50))
+                left -= 50
+            renderer.camera.fit()
+            iio.imwrite(args.png, renderer.draw())
+            out["png"] = {"path": args.png, "time": sim.engine.time,
+                          "time_myr": sim.time_myr, "steps": sim.engine.steps_done}
+        renderer.detach()
+        sim.close()
+    renderer.close()
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

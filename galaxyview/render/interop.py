@@ -1,0 +1,95 @@
+"""CUDA-OpenGL buffer sharing through the CUDA driver API (ctypes on libcuda).
+
+Stock pycuda is built without pycuda.gl, so the four graphics calls are made directly. All calls
+must run with the engine's pycuda context current and the GL context current.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from galaxyview.render import RenderError
+
+WRITE_DISCARD = 2  # CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD: CUDA overwrites the whole buffer
+
+_lib = None
+
+
+def libcuda():
+    global _lib
+    if _lib is None:
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise RenderError(f"CUDA-GL interop needs the NVIDIA driver's libcuda.so.1 ({exc})")
+        vp, u = ctypes.c_void_p, ctypes.c_uint
+        lib.cuGraphicsGLRegisterBuffer.argtypes = [ctypes.POINTER(vp), u, u]
+        lib.cuGraphicsMapResources.argtypes = [u, ctypes.POINTER(vp), vp]
+        lib.cuGraphicsUnmapResources.argtypes = [u, ctypes.POINTER(vp), vp]
+        lib.cuGraphicsResourceGetMappedPointer_v2.argtypes = [
+            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t), vp]
+        lib.cuGraphicsUnregisterResource.argtypes = [vp]
+        lib.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        _lib = lib
+    return _lib
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        msg = ctypes.c_char_p()
+        libcuda().cuGetErrorString(rc, ctypes.byref(msg))
+        text = msg.value.decode() if msg.value else "unknown error"
+        raise RenderError(f"CUDA-GL interop: {what} failed with CUDA error {rc} ({text}); "
+                          "the GL context and the CUDA device must be the same GPU "
+                          "(run with --backend cpu to draw through host uploads instead)")
+
+
+class GLBufferResource:
+    """A GL buffer object registered once with CUDA; map() gives its device pointer."""
+
+    def __init__(self, gl_buffer: int, flags: int = WRITE_DISCARD):
+        self.gl_buffer = int(gl_buffer)
+        self._res = ctypes.c_void_p()
+        _check(libcuda().cuGraphicsGLRegisterBuffer(ctypes.byref(self._res), self.gl_buffer,
+                                                    flags), "cuGraphicsGLRegisterBuffer")
+        self.mapped = False
+
+    def map(self, stream: int = 0) -> tuple[int, int]:
+        """Map for CUDA; returns (device pointer, size in bytes)."""
+        lib = libcuda()
+        _check(lib.cuGraphicsMapResources(1, ctypes.byref(self._res), ctypes.c_void_p(stream)),
+               "cuGraphicsMapResources")
+        self.mapped = True
+        ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+        _check(lib.cuGraphicsResourceGetMappedPointer_v2(ctypes.byref(ptr), ctypes.byref(size),
+                                                         self._res),
+               "cuGraphicsResourceGetMappedPointer")
+        return int(ptr.value), int(size.value)
+
+    def unmap(self, stream: int = 0) -> None:
+        """Hand the buffer back to GL (work queued on `stream` before this completes first)."""
+        if self.mapped:
+            self.mapped = False
+            _check(libcuda().cuGraphicsUnmapResources(1, ctypes.byref(self._res),
+                                                      ctypes.c_void_p(stream)),
+                   "cuGraphicsUnmapResources")
+
+    def unregister(self) -> None:
+        if self._res.value:
+            self.unmap()
+            libcuda().cuGraphicsUnregisterResource(self._res)
+            self._res = ctypes.c_void_p()
+
+
+def read_gl_buffer(gl_buffer: int, nbytes: int) -> bytes:
+    """The first nbytes of a GL buffer object, read through GL (tests and debugging)."""
+    from vispy.gloo.gl import gl2
+
+    get = gl2._get_gl_func("glGetBufferSubData", None, (ctypes.c_uint, ctypes.c_ssize_t,
+                                                         ctypes.c_ssize_t, ctypes.c_void_p))
+    bind = gl2._get_gl_func("glBindBuffer", None, (ctypes.c_uint, ctypes.c_uint))
+    array_buffer = 0x8892
+    out = ctypes.create_string_buffer(nbytes)
+    bind(array_buffer, gl_buffer)
+    get(array_buffer, 0, nbytes, out)
+    bind(array_buffer, 0)
+    return out.raw

@@ -1,0 +1,141 @@
+"""The particle renderer: additive gaussian sprites into a float light buffer, then exposure and
+tone mapping, then the octree overlay. Works in whatever GL context is current (gloo)."""
+from __future__ import annotations
+
+import numpy as np
+from vispy import gloo
+
+from galaxyview.model.state import Component
+from galaxyview.render import RenderError
+from galaxyview.render.camera import Camera
+from galaxyview.render.look import COMPONENT_COLOURS, TONE_MAPS, Look
+from galaxyview.resources import shaders_dir
+
+# One vertex per particle; kernels/render_pack.cu writes the same 5 floats.
+VERTEX_DTYPE = np.dtype([("a_position", np.float32, 3), ("a_component", np.float32),
+                         ("a_speed", np.float32)])
+REFERENCE_N = 100_000  # light per particle scales as sqrt(REFERENCE_N / N)
+
+
+def load_shader(name: str) -> str:
+    path = shaders_dir() / name
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise RenderError(f"shader {path} cannot be read ({exc.strerror}); reinstall galaxyview")
+
+
+def host_vertices(pos: np.ndarray, vel: np.ndarray, component: np.ndarray) -> np.ndarray:
+    """Vertex array from host particle arrays (the CPU upload path)."""
+    v = np.empty(len(pos), VERTEX_DTYPE)
+    v["a_position"] = pos
+    v["a_component"] = component
+    v["a_speed"] = np.sqrt(np.einsum("ij,ij->i", vel, vel))
+    return v
+
+
+def light_gain(n: int) -> float:
+    """Light per particle: fewer particles shine brighter so that small runs stay visible."""
+    return float(np.clip(0.35 * (REFERENCE_N / max(n, 1)) ** 0.5, 0.01, 3.0))
+
+
+def box_edges(boxes: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """(M*24, 4) line vertices (x, y, z, level) for cubes given as (M, 4) centre xyz and size."""
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    pairs = [(a, b) for a in range(8) for b in range(a + 1, 8)
+             if np.abs(corners[a] - corners[b]).sum() == 2]  # the 12 edges
+    idx = np.array(pairs).ravel()
+    boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
+    pts = boxes[:, None, :3] + 0.5 * boxes[:, None, 3:4] * corners[idx][None].astype(np.float32)
+    lv = np.repeat(np.asarray(levels, np.float32), len(idx))
+    return np.c_[pts.reshape(-1, 3), lv].astype(np.float32)
+
+
+class ParticleRenderer:
+    """Owns the GL programs and buffers; `vbo` is the particle vertex buffer (VERTEX_DTYPE)."""
+
+    def __init__(self, look: Look | None = None):
+        self.look = look or Look()
+        self._points = gloo.Program(load_shader("particles.vert"), load_shader("particles.frag"))
+        self._tonemap = gloo.Program(load_shader("tonemap.vert"), load_shader("tonemap.frag"))
+        self._tonemap["a_xy"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
+        self._boxes = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
+        for code in range(8):
+            rgba = COMPONENT_COLOURS.get(code, COMPONENT_COLOURS[Component.STAR])
+            self._points[f"u_component[{code}]"] = rgba
+        self.vbo = None
+        self.count = 0
+        self.auto_speed_max = 1.0  # used when look.speed_max is None
+        self._box_count = 0
+        self._light = None
+        self._light_fbo = None
+
+    # -- data ------------------------------------------------------------------------------------
+    def reserve(self, n: int) -> bool:
+        """Make the vertex buffer hold exactly n particles; True when a new buffer was made."""
+        if self.vbo is not None and self.count == n:
+            return False
+        if self.vbo is not None:
+            self.vbo.delete()
+        self.vbo = gloo.VertexBuffer(np.zeros(max(n, 1), VERTEX_DTYPE))
+        self._points.bind(self.vbo)
+        self.count = n
+        return True
+
+    def upload(self, vertices: np.ndarray) -> None:
+        """CPU path: copy a VERTEX_DTYPE array into the vertex buffer."""
+        if not self.reserve(len(vertices)):
+            self.vbo.set_data(vertices)
+        else:
+            self.vbo.set_data(vertices if len(vertices) else np.zeros(1, VERTEX_DTYPE))
+
+    def set_boxes(self, boxes: np.ndarray | None, levels: np.ndarray | None = None) -> None:
+        """Boxes of the tree overlay: (M, 4) centre xyz and size, with their levels."""
+        if boxes is None or len(boxes) == 0:
+            self._box_count = 0
+            return
+        edges = box_edges(boxes, levels if levels is not None else np.zeros(len(boxes)))
+        self._boxes["a_edge"] = gloo.VertexBuffer(edges)
+        self._box_count = len(edges)
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def _light_buffer(self, size):
+        w, h = size
+        if self._light is None or self._light.shape[:2] != (h, w):
+            self._light = gloo.Texture2D(shape=(h, w, 4), format="rgba", internalformat="rgba16f",
+                                         interpolation="nearest")
+            self._light_fbo = gloo.FrameBuffer(color=self._light)
+            self._tonemap["u_light"] = self._light
+        return self._light_fbo
+
+    def draw(self, camera: Camera, size: tuple[int, int]) -> None:
+        """Draw into the bound framebuffer (the canvas, or an FBO the caller activated)."""
+        look = self.look
+        w, h = int(size[0]), int(size[1])
+        mvp = camera.mvp(w / max(h, 1)).T.astype(np.float32)  # GLSL reads column-major
+        with self._light_buffer((w, h)):
+            gloo.set_viewport(0, 0, w, h)
+            gloo.set_clear_color((0, 0, 0, 0))
+            gloo.clear(color=True, depth=False)
+            if self.count:
+                gloo.set_state(blend=True, depth_test=False, blend_func=("one", "one"))
+                p = self._points
+                p["u_mvp"] = mvp
+                p["u_point_size"] = float(look.point_size)
+                p["u_gain"] = light_gain(self.count)
+                p["u_colour_mode"] = 0 if look.colour_mode == "component" else 1
+                p["u_speed_max"] = float(look.speed_max or self.auto_speed_max)
+                p.draw("points")
+        gloo.set_viewport(0, 0, w, h)
+        gloo.set_state(blend=False, depth_test=False)
+        t = self._tonemap
+        t["u_exposure"] = float(look.exposure)
+        t["u_tone_map"] = TONE_MAPS.index(look.tone_map)
+        t["u_background"] = tuple(look.background[:3])
+        t.draw("triangle_strip")
+        if look.boxes and self._box_count:
+            gloo.set_state(blend=True, blend_func=("src_alpha", "one_minus_src_alpha"))
+            self._boxes["u_mvp"] = mvp
+            self._boxes["u_levels"] = tuple(float(x) for x in look.box_levels)
+            self._boxes.draw("lines")
+        gloo.set_clear_color((0, 0, 0, 1))  # Qt's canvas clears alpha with it: keep opaque

@@ -1,0 +1,141 @@
+"""Where the particle vertices come from: host upload (CPU engine) or CUDA-GL interop (GPU)."""
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+
+from galaxyview.model.state import Component
+from galaxyview.render import RenderError
+from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
+from galaxyview.resources import kernels_dir
+
+BLOCK = 256
+
+
+def is_gpu_engine(engine) -> bool:
+    return getattr(engine, "name", "") == "gpu" and hasattr(engine, "device_arrays")
+
+
+def speed_scale(vel: np.ndarray) -> float:
+    """Top of the speed colour map: the 99th percentile speed."""
+    if len(vel) == 0:
+        return 1.0
+    speeds = np.linalg.norm(np.asarray(vel[:: max(1, len(vel) // 100_000)], float), axis=1)
+    return float(max(np.percentile(speeds, 99), 1e-6))
+
+
+def framing_positions(pos: np.ndarray, component: np.ndarray) -> np.ndarray:
+    """The particles a camera fit should frame: the luminous ones (not the dark halo), unless
+    there are none."""
+    lit = np.asarray(component) != Component.HALO
+    return pos[lit] if lit.any() else pos
+
+
+class HostSource:
+    """CPU path: vertices built from a host copy of the state and uploaded with glBufferData."""
+
+    path = "host upload"
+
+    def __init__(self, engine, renderer: ParticleRenderer):
+        self.engine, self.renderer = engine, renderer
+
+    def positions(self) -> np.ndarray:
+        s = self.engine.state()
+        return framing_positions(s.pos, s.component)
+
+    def refresh(self, vertices: np.ndarray | None = None) -> None:
+        if vertices is None:
+            s = self.engine.state()
+            vertices = host_vertices(s.pos, s.vel, s.component)
+        self.renderer.upload(vertices)
+
+    def close(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def pushed(context):
+    """Make a pycuda context current on this thread for the block."""
+    context.push()
+    try:
+        yield
+    finally:
+        context.pop()
+
+
+def _ptr(x) -> int:
+    return int(getattr(x, "gpudata", x))
+
+
+class DeviceSource:
+    """GPU path: the GL vertex buffer is registered with CUDA once; each refresh maps it, runs
+    kernels/render_pack.cu on the engine's pos4/vel4 and unmaps it: no host round trip."""
+
+    path = "CUDA-GL interop"
+
+    def __init__(self, engine, renderer: ParticleRenderer, gl_context):
+        import pycuda.driver as cuda  # GPU machines only
+        from pycuda.compiler import SourceModule
+
+        from galaxyview.engines.gpu.probe import find_nvcc
+
+        self.engine, self.renderer, self.gl_context = engine, renderer, gl_context
+        self.resource = None
+        source = (kernels_dir() / "render_pack.cu").read_text()
+        with pushed(engine.context):
+            major, minor = cuda.Context.get_device().compute_capability()
+            try:
+                module = SourceModule(source, nvcc=find_nvcc() or "nvcc", no_extern_c=True,
+                                      arch=f"sm_{major}{minor}", options=["-O3"])
+            except (cuda.CompileError, OSError) as exc:
+                raise RenderError(f"kernels/render_pack.cu did not compile ({exc}); check the "
+                                  "CUDA toolkit, or use --backend cpu") from None
+            self._pack = module.get_function("pack_vertices")
+
+    def positions(self) -> np.ndarray:
+        s = self.engine.state()  # a host copy, only when the camera is fitted
+        return framing_positions(s.pos, s.component)
+
+    def _gl_handle(self) -> int:
+        self.gl_context.flush_commands()  # the buffer exists in GL only after the queue runs
+        return self.gl_context.shared.parser.get_object(self.renderer.vbo.id).handle
+
+    def refresh(self, vertices=None) -> None:
+        from galaxyview.render.interop import GLBufferResource
+
+        with pushed(self.engine.context):
+            arrays = self.engine.device_arrays()  # pointers move with each step's reorder
+            n = int(arrays["n"])
+            if self.resource is not None and n != self.renderer.count:
+                self.resource.unregister()  # before GL deletes the old buffer
+                self.resource = None
+            self.renderer.reserve(n)
+            if self.resource is None:
+                self.resource = GLBufferResource(self._gl_handle())
+            if n == 0:
+                return
+            ptr, size = self.resource.map()
+            try:
+                if size < n * VERTEX_DTYPE.itemsize:
+                    raise RenderError(f"GL vertex buffer holds {size} bytes, {n} particles "
+                                      f"need {n * VERTEX_DTYPE.itemsize}")
+                self._pack(np.uintp(_ptr(arrays["pos4"])), np.uintp(_ptr(arrays["vel4"])),
+                           np.uintp(ptr), np.int32(n),
+                           block=(BLOCK, 1, 1), grid=(math.ceil(n / BLOCK), 1))
+            finally:
+                self.resource.unmap()
+
+    def close(self) -> None:
+        if self.resource is not None:
+            with pushed(self.engine.context):
+                self.resource.unregister()
+            self.resource = None
+
+
+def make_source(engine, renderer: ParticleRenderer, gl_context):
+    """The GPU interop path for the GPU engine, the host upload path for any other."""
+    if is_gpu_engine(engine):
+        return DeviceSource(engine, renderer, gl_context)
+    return HostSource(engine, renderer)

@@ -1,0 +1,69 @@
+// integrate phase: kick-drift-kick leapfrog (shared step), energy sums, octree overlay boxes.
+// vel4.w carries the particle's Component code and is left untouched.
+
+extern "C" __global__ void kick_drift(float4* __restrict__ pos, float4* __restrict__ vel,
+                                      const float4* __restrict__ acc, int n, float hdt, float dt)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        float4 v = vel[i], p = pos[i];
+        const float4 a = acc[i];
+        v.x += a.x * hdt; v.y += a.y * hdt; v.z += a.z * hdt;
+        p.x += v.x * dt; p.y += v.y * dt; p.z += v.z * dt;
+        vel[i] = v;
+        pos[i] = p;
+    }
+}
+
+// The closing half kick; skipped when the tree did not fit (the host grows it and redoes it).
+extern "C" __global__ void kick(float4* __restrict__ vel, const float4* __restrict__ acc, int n,
+                                float hdt, const unsigned long long* __restrict__ status)
+{
+    if (status[ST_FLAGS] & (FLAG_CELLS | FLAG_GROUPS)) return;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        float4 v = vel[i];
+        const float4 a = acc[i];
+        v.x += a.x * hdt; v.y += a.y * hdt; v.z += a.z * hdt;
+        vel[i] = v;
+    }
+}
+
+// sums[0] += sum m v^2 / 2, sums[1] += sum m phi / 2 (float64)
+extern "C" __global__ void __launch_bounds__(256)
+energy_sums(const float4* __restrict__ pos, const float4* __restrict__ vel,
+            const float4* __restrict__ acc, int n, double* sums)
+{
+    __shared__ double s[2][8];
+    double ek = 0, ep = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float4 v = vel[i];
+        const double m = pos[i].w;
+        ek += 0.5 * m * ((double)v.x * v.x + (double)v.y * v.y + (double)v.z * v.z);
+        ep += 0.5 * m * (double)acc[i].w;
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int o = 16; o > 0; o >>= 1) {
+        ek += __shfl_xor_sync(FULL_MASK, ek, o);
+        ep += __shfl_xor_sync(FULL_MASK, ep, o);
+    }
+    if (lane == 0) { s[0][warp] = ek; s[1][warp] = ep; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double a = 0, b = 0;
+        for (int w = 0; w < (int)(blockDim.x / 32); w++) { a += s[0][w]; b += s[1][w]; }
+        atomicAdd(&sums[0], a);
+        atomicAdd(&sums[1], b);
+    }
+}
+
+// Geometric centre and size (x, y, z, size) of cells [c0, c1) for the octree overlay.
+extern "C" __global__ void cell_boxes(int c0, int c1, const int* __restrict__ level,
+                                      const int* __restrict__ begin,
+                                      const unsigned long long* __restrict__ keys,
+                                      const float* __restrict__ frame, float4* __restrict__ out)
+{
+    for (int c = c0 + blockIdx.x * blockDim.x + threadIdx.x; c < c1; c += gridDim.x * blockDim.x) {
+        double g[3], size;
+        cell_center(keys[begin[c]], level[c], frame, g, &size);
+        out[c - c0] = make_float4((float)g[0], (float)g[1], (float)g[2], (float)size);
+    }
+}

@@ -1,0 +1,247 @@
+// build and multipoles phases: the octree level by level from the sorted keys (breadth-first
+// numbering, children contiguous and in key order), groups, and multipoles in float64.
+//
+// Cells (capacity cap): level, begin, count, child, nchild, parent (int32); lb[l] = first cell
+// of level l (lb[l + 1] - lb[l] cells), lb[MAX_LEVEL + 2] = number of cells.
+#define TREE_THREADS 256
+
+// Root cell, level begins, and the status words of a step.
+extern "C" __global__ void tree_init(int n, int* lb, int* level, int* begin, int* count,
+                                     int* parent)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        level[0] = 0; begin[0] = 0; count[0] = n; parent[0] = -1;
+        lb[0] = 0; lb[1] = 1;
+    }
+}
+
+__device__ __forceinline__ int child_digit(unsigned long long key, int level)
+{
+    return (int)(key >> (63 - 3 * level)) & 7;
+}
+
+// first index in [lo, hi) whose digit at `level` is >= d (keys sorted, one parent's range)
+__device__ __forceinline__ int lower_digit(const unsigned long long* keys, int lo, int hi,
+                                           int level, int d)
+{
+    while (lo < hi) {
+        int mid = (lo + hi) >> 1;
+        if (child_digit(keys[mid], level) < d) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// Split the cells of level l into their non-empty children (level l + 1), numbered after
+// lb[l + 1] in parent order; one launch per level, a single pass thanks to look-back.
+extern "C" __global__ void __launch_bounds__(TREE_THREADS)
+build_level(int l, int n_leaf, int cap, const unsigned long long* __restrict__ keys, int* lb,
+            int* level, int* begin, int* count, int* child, int* nchild, int* parent,
+            unsigned long long* status, unsigned long long* desc,
+            unsigned long long* counter, unsigned epoch)
+{
+    __shared__ int scratch[9];
+    __shared__ unsigned s_prefix;
+    __shared__ int s_tile;
+    if (status[ST_FLAGS] & FLAG_CELLS) return;  // an earlier level overflowed: rebuild follows
+    const int lo = lb[l], hi = lb[l + 1];
+    const int ntiles = (hi - lo + TREE_THREADS - 1) / TREE_THREADS;
+    if (ntiles == 0) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) lb[l + 2] = hi;
+        return;
+    }
+    for (int tile = next_tile(counter, &s_tile); tile < ntiles; tile = next_tile(counter, &s_tile)) {
+        const int p = lo + tile * TREE_THREADS + threadIdx.x;
+        int b = 0, c = 0, nch = 0;
+        if (p < hi) {
+            b = begin[p]; c = count[p];
+            if (c > n_leaf && l < MAX_LEVEL) {
+                int prev = b;
+                for (int d = 1; d <= 8; d++) {
+                    int s = d < 8 ? lower_digit(keys, prev, b + c, l + 1, d) : b + c;
+                    nch += s > prev;
+                    prev = s;
+                }
+            }
+        }
+        int total;
+        int excl = block_excl_scan256(nch, scratch, &total);
+        unsigned prefix = lookback_prefix(desc, tile, (unsigned)total, epoch, &s_prefix);
+        int first = hi + (int)prefix + excl;
+        if (p < hi) {
+            const bool fits = first + nch <= cap;
+            child[p] = nch && fits ? first : 0;
+            nchild[p] = fits ? nch : 0;
+            if (!fits) atomicOr(&status[ST_FLAGS], (unsigned long long)FLAG_CELLS);
+            else if (nch) {
+                int prev = b, j = first;
+                for (int d = 1; d <= 8; d++) {
+                    int s = d < 8 ? lower_digit(keys, prev, b + c, l + 1, d) : b + c;
+                    if (s > prev) {
+                        level[j] = l + 1; begin[j] = prev; count[j] = s - prev; parent[j] = p;
+                        j++;
+                    }
+                    prev = s;
+                }
+            }
+        }
+        if (tile == ntiles - 1 && threadIdx.x == 0) {
+            int end = hi + (int)prefix + total;
+            lb[l + 2] = end < cap ? end : cap;
+        }
+    }
+}
+
+// ---- groups: runs of sorted particles, at most gmax, inside one parent cell ---------------
+// Every cell with more than gmax particles cuts its children into groups: consecutive small
+// children are merged while the sum stays <= gmax (a level-21 leaf is cut into gmax chunks);
+// a root with <= gmax particles is one group.
+__device__ int cell_groups(int c, int gmax, const int* begin, const int* count, const int* child,
+                           const int* nchild, int* gb, int* gc, bool write)
+{
+    const int cnt = count[c];
+    int ng = 0;
+    if (cnt <= gmax) {
+        if (c == 0) { if (write) { gb[0] = begin[0]; gc[0] = cnt; } ng = 1; }
+        return ng;
+    }
+    const int nk = nchild[c];
+    if (nk == 0) {
+        for (int s = 0; s < cnt; s += gmax, ng++)
+            if (write) { gb[ng] = begin[c] + s; gc[ng] = min(gmax, cnt - s); }
+        return ng;
+    }
+    int run_b = 0, run_c = 0;
+    for (int k = child[c]; k < child[c] + nk; k++) {
+        const int kc = count[k];
+        if (kc > gmax || run_c + kc > gmax) {
+            if (run_c) { if (write) { gb[ng] = run_b; gc[ng] = run_c; } ng++; }
+            run_c = 0;
+        }
+        if (kc <= gmax) {
+            if (run_c == 0) run_b = begin[k];
+            run_c += kc;
+        }
+    }
+    if (run_c) { if (write) { gb[ng] = run_b; gc[ng] = run_c; } ng++; }
+    return ng;
+}
+
+extern "C" __global__ void __launch_bounds__(TREE_THREADS)
+make_groups(int gmax, int gcap, const int* __restrict__ lb, const int* __restrict__ begin,
+            const int* __restrict__ count, const int* __restrict__ child,
+            const int* __restrict__ nchild, int* group_begin, int* group_count,
+            unsigned long long* status, unsigned long long* desc, unsigned long long* counter,
+            unsigned epoch)
+{
+    __shared__ int scratch[9];
+    __shared__ unsigned s_prefix;
+    __shared__ int s_tile;
+    if (status[ST_FLAGS] & FLAG_CELLS) return;
+    const int ncells = lb[MAX_LEVEL + 2];
+    if (blockIdx.x == 0 && threadIdx.x == 0) status[ST_CELLS] = (unsigned long long)ncells;
+    const int ntiles = (ncells + TREE_THREADS - 1) / TREE_THREADS;
+    for (int tile = next_tile(counter, &s_tile); tile < ntiles; tile = next_tile(counter, &s_tile)) {
+        const int c = tile * TREE_THREADS + threadIdx.x;
+        int ng = c < ncells ? cell_groups(c, gmax, begin, count, child, nchild, 0, 0, false) : 0;
+        int total;
+        int excl = block_excl_scan256(ng, scratch, &total);
+        unsigned prefix = lookback_prefix(desc, tile, (unsigned)total, epoch, &s_prefix);
+        const int first = (int)prefix + excl;
+        if (ng) {
+            if (first + ng > gcap) atomicOr(&status[ST_FLAGS], (unsigned long long)FLAG_GROUPS);
+            else cell_groups(c, gmax, begin, count, child, nchild, group_begin + first,
+                             group_count + first, true);
+        }
+        if (tile == ntiles - 1 && threadIdx.x == 0) {
+            int end = (int)prefix + total;
+            status[ST_GROUPS] = (unsigned long long)(end < gcap ? end : gcap);
+        }
+    }
+}
+
+// ---- multipoles ---------------------------------------------------------------------------
+// Float64 moments of a cell: mass, centre of mass, Q about it (xx, yy, zz, xy, xz, yz).
+struct Moments { double m, cx, cy, cz, q[6]; };
+
+// Geometric centre of a cell (as the CPU oracle: lo + (corner / 2**(21-l) + 0.5) * L / 2**l).
+__device__ __forceinline__ unsigned compact3(unsigned long long v)
+{
+    v &= 0x1249249249249249ull;
+    v = (v | (v >> 2)) & 0x10c30c30c30c30c3ull;
+    v = (v | (v >> 4)) & 0x100f00f00f00f00full;
+    v = (v | (v >> 8)) & 0x1f0000ff0000ffull;
+    v = (v | (v >> 16)) & 0x1f00000000ffffull;
+    v = (v | (v >> 32)) & 0x1fffffull;
+    return (unsigned)v;
+}
+
+__device__ __forceinline__ void cell_center(unsigned long long key, int l, const float* frame,
+                                            double* g, double* size)
+{
+    const int shift = 3 * (MAX_LEVEL - l);
+    unsigned long long pre = shift >= 64 ? 0ull : (key >> shift) << shift;
+    const double s = (double)frame[3] / (double)(1 << l), cells = (double)(1 << (MAX_LEVEL - l));
+    g[0] = (double)frame[0] + ((double)compact3(pre >> 2) / cells + 0.5) * s;
+    g[1] = (double)frame[1] + ((double)compact3(pre >> 1) / cells + 0.5) * s;
+    g[2] = (double)frame[2] + ((double)compact3(pre) / cells + 0.5) * s;
+    *size = s;
+}
+
+// One level, deepest first: leaves sum their particles about the geometric centre, parents
+// combine their children (parallel axes); both finish as the CPU oracle does. Stored for the
+// walk: cell_mac (com, r_open^2), cell_q0 (3Q xx yy zz xy), cell_q1 (3Q xz yz, trQ/2, mass).
+extern "C" __global__ void __launch_bounds__(TREE_THREADS)
+multipoles_level(int l, double theta, const int* __restrict__ lb,
+                 const int* __restrict__ begin, const int* __restrict__ count,
+                 const int* __restrict__ child, const int* __restrict__ nchild,
+                 const unsigned long long* __restrict__ keys, const float4* __restrict__ pos,
+                 const float* __restrict__ frame, Moments* mom, float4* __restrict__ cell_mac,
+                 float4* __restrict__ cell_q0, float4* __restrict__ cell_q1,
+                 int2* __restrict__ cell_link, const unsigned long long* __restrict__ status)
+{
+    if (status[ST_FLAGS] & FLAG_CELLS) return;
+    const int lo = lb[l], hi = lb[l + 1];
+    for (int c = lo + blockIdx.x * blockDim.x + threadIdx.x; c < hi; c += gridDim.x * blockDim.x) {
+        double g[3], size;
+        const int b = begin[c], nk = nchild[c];
+        cell_center(keys[b], l, frame, g, &size);
+        double m = 0, f[3] = {0, 0, 0}, s[6] = {0, 0, 0, 0, 0, 0};
+        if (nk == 0) {
+            for (int i = b; i < b + count[c]; i++) {
+                float4 p = pos[i];
+                double pm = p.w, dx = (double)p.x - g[0], dy = (double)p.y - g[1],
+                       dz = (double)p.z - g[2];
+                m += pm; f[0] += pm * dx; f[1] += pm * dy; f[2] += pm * dz;
+                s[0] += pm * dx * dx; s[1] += pm * dy * dy; s[2] += pm * dz * dz;
+                s[3] += pm * dx * dy; s[4] += pm * dx * dz; s[5] += pm * dy * dz;
+            }
+        } else {
+            for (int k = child[c]; k < child[c] + nk; k++) {
+                const Moments& q = mom[k];
+                double km = q.m, dx = q.cx - g[0], dy = q.cy - g[1], dz = q.cz - g[2];
+                m += km; f[0] += km * dx; f[1] += km * dy; f[2] += km * dz;
+                s[0] += q.q[0] + km * dx * dx; s[1] += q.q[1] + km * dy * dy;
+                s[2] += q.q[2] + km * dz * dz; s[3] += q.q[3] + km * dx * dy;
+                s[4] += q.q[4] + km * dx * dz; s[5] += q.q[5] + km * dy * dz;
+            }
+        }
+        const double safe = m > 0 ? m : 1.0;
+        const double sh[3] = {f[0] / safe, f[1] / safe, f[2] / safe};
+        Moments out;
+        out.m = m; out.cx = g[0] + sh[0]; out.cy = g[1] + sh[1]; out.cz = g[2] + sh[2];
+        out.q[0] = s[0] - f[0] * sh[0]; out.q[1] = s[1] - f[1] * sh[1];
+        out.q[2] = s[2] - f[2] * sh[2]; out.q[3] = s[3] - f[0] * sh[1];
+        out.q[4] = s[4] - f[0] * sh[2]; out.q[5] = s[5] - f[1] * sh[2];
+        mom[c] = out;
+        const double delta = sqrt(sh[0] * sh[0] + sh[1] * sh[1] + sh[2] * sh[2]);
+        const float r_open = (float)(size / theta + delta);  // squared in float32, as the CPU
+        cell_mac[c] = make_float4((float)out.cx, (float)out.cy, (float)out.cz,
+                                  __fmul_rn(r_open, r_open));
+        // the walk's form: 3Q and trQ / 2
+        cell_q0[c] = make_float4((float)(3 * out.q[0]), (float)(3 * out.q[1]),
+                                 (float)(3 * out.q[2]), (float)(3 * out.q[3]));
+        cell_q1[c] = make_float4((float)(3 * out.q[4]), (float)(3 * out.q[5]),
+                                 (float)(0.5 * (out.q[0] + out.q[1] + out.q[2])), (float)m);
+        cell_link[c] = nk ? make_int2(child[c], nk) : make_int2(b, -count[c]);
+    }
+}

@@ -1,0 +1,277 @@
+// walk phase: one warp per group (<= 64 particles, two per lane when > 32), persistent warps
+// taking groups from a counter. The warp tests 32 cells at a time from its cell stack against
+// Bonsai's MAC (d > l/theta + delta, d from the group's box to the centre of mass); accepted
+// cells and the particles of opened leaves are compacted with ballots and prefix sums into
+// shared-memory lists, and every full list of 32 is evaluated at once from a shared tile.
+#define WALK_THREADS 256
+#define WALK_WARPS (WALK_THREADS / 32)
+#define STACK_CAP 8192
+#ifndef WALK_MIN_BLOCKS
+#define WALK_MIN_BLOCKS 1  // blocks per SM the register budget aims at (tuning)
+#endif
+
+struct WarpShared {
+    int pc[64];       // accepted cells waiting for evaluation
+    int pp[64];       // particles of opened leaves waiting for evaluation
+    int scan[32];     // prefix sums of a segment expansion
+    float4 ta[32];    // tile: particle (x, y, z, m) or cell (com, mass)
+    float4 tb[32];    // cell: 3Q xx, yy, zz, xy
+    float4 tc[32];    // cell: 3Q xz, yz, trace / 2
+};
+
+// Expand each lane's segment (first, cnt) into consecutive items (lane order) in chunks of at
+// most 32: emit(t, item, valid, nvalid) with t the item's place among all of the round's items.
+template <class Emit>
+__device__ __forceinline__ int expand(int first, int cnt, int lane, int* s_scan, Emit emit)
+{
+    const int incl = warp_incl_scan(cnt, lane);
+    const int total = __shfl_sync(FULL_MASK, incl, 31);
+    if (total == 0) return 0;
+    s_scan[lane] = incl;
+    __syncwarp();
+    for (int base = 0; base < total; base += 32) {
+        const int t = base + lane;
+        int s = 0;
+#pragma unroll
+        for (int step = 16; step > 0; step >>= 1)
+            if (s_scan[s + step - 1] <= t) s += step;
+        s = min(s, 31);
+        const int src_first = __shfl_sync(FULL_MASK, first, s);
+        const int src_excl = __shfl_sync(FULL_MASK, incl - cnt, s);
+        emit(t, src_first + (t - src_excl), t < total, min(32, total - base));
+    }
+    __syncwarp();
+    return total;
+}
+
+// GUARD: eps == 0, so a particle's pair with itself has r2 = 0 and must give nothing.
+template <int NI, bool GUARD>
+__device__ __forceinline__ void eval_pp(const WarpShared& sh, int n, const float* x, const float* y,
+                                        const float* z, float eps2, float* ax, float* ay,
+                                        float* az, float* pot)
+{
+#pragma unroll 4
+    for (int j = 0; j < n; j++) {
+        const float4 q = sh.ta[j];
+#pragma unroll
+        for (int k = 0; k < NI; k++) {
+            const float dx = q.x - x[k], dy = q.y - y[k], dz = q.z - z[k];
+            const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
+            float rinv = rsqrtf(r2);
+            if (GUARD) rinv = r2 > 0.f ? rinv : 0.f;
+            const float mr = q.w * rinv;
+            const float mr3 = mr * rinv * rinv;
+            ax[k] = fmaf(mr3, dx, ax[k]);
+            ay[k] = fmaf(mr3, dy, ay[k]);
+            az[k] = fmaf(mr3, dz, az[k]);
+            pot[k] -= mr;
+        }
+    }
+}
+
+// Monopole + quadrupole, Plummer-softened, with d = com - x, r^2 = |d|^2 + eps^2:
+//   phi = -M/r - 3/2 dQd/r^5 + 1/2 trQ/r^3
+//   a   = d (M/r^3 + 15/2 dQd/r^7 - 3/2 trQ/r^5) - 3 Qd/r^5
+// The tile holds Q3 = 3Q (tb: xx yy zz xy, tc: xz yz) and h = trQ/2 (tc.z). Accepted cells lie
+// outside the group's box, so r2 > 0 always.
+template <int NI>
+__device__ __forceinline__ void eval_pc(const WarpShared& sh, int n, const float* x, const float* y,
+                                        const float* z, float eps2, float* ax, float* ay,
+                                        float* az, float* pot)
+{
+#pragma unroll 2
+    for (int j = 0; j < n; j++) {
+        const float4 a = sh.ta[j], b = sh.tb[j], c = sh.tc[j];
+#pragma unroll
+        for (int k = 0; k < NI; k++) {
+            const float dx = a.x - x[k], dy = a.y - y[k], dz = a.z - z[k];
+            const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
+            const float rinv = rsqrtf(r2);
+            const float rinv2 = rinv * rinv;
+            const float rinv3 = rinv * rinv2;
+            const float rinv5 = rinv3 * rinv2;
+            const float qx = fmaf(b.x, dx, fmaf(b.w, dy, c.x * dz));   // 3 Qd
+            const float qy = fmaf(b.w, dx, fmaf(b.y, dy, c.y * dz));
+            const float qz = fmaf(c.x, dx, fmaf(c.y, dy, b.z * dz));
+            const float a3 = fmaf(dx, qx, fmaf(dy, qy, dz * qz)) * rinv5;  // 3 dQd / r^5
+            const float h = c.z * rinv3;                                  // trQ / (2 r^3)
+            const float coef = fmaf(rinv2, fmaf(2.5f, a3, -3.0f * h), a.w * rinv3);
+            ax[k] = fmaf(coef, dx, fmaf(-rinv5, qx, ax[k]));
+            ay[k] = fmaf(coef, dy, fmaf(-rinv5, qy, ay[k]));
+            az[k] = fmaf(coef, dz, fmaf(-rinv5, qz, az[k]));
+            pot[k] = fmaf(-a.w, rinv, fmaf(-0.5f, a3, pot[k] + h));
+        }
+    }
+}
+
+struct WalkArgs {
+    const float4* pos;
+    const float4* cell_mac;
+    const float4* cell_q0;
+    const float4* cell_q1;
+    const int2* cell_link;
+    float4* acc;
+    unsigned long long* status;
+    float eps2, G;
+};
+
+template <int NI, bool GUARD>
+__device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, int* stack,
+                           unsigned long long& n_pp, unsigned long long& n_pc)
+{
+    const int lane = threadIdx.x & 31;
+    float x[NI], y[NI], z[NI], m[NI], ax[NI], ay[NI], az[NI], pot[NI];
+    const float4 p0 = A.pos[gb];
+    float mn[3] = {p0.x, p0.y, p0.z}, mx[3] = {p0.x, p0.y, p0.z};
+#pragma unroll
+    for (int k = 0; k < NI; k++) {
+        const int i = lane + 32 * k;
+        const float4 p = i < gc ? A.pos[gb + i] : p0;
+        x[k] = p.x; y[k] = p.y; z[k] = p.z; m[k] = p.w;
+        ax[k] = ay[k] = az[k] = pot[k] = 0.f;
+        mn[0] = fminf(mn[0], p.x); mn[1] = fminf(mn[1], p.y); mn[2] = fminf(mn[2], p.z);
+        mx[0] = fmaxf(mx[0], p.x); mx[1] = fmaxf(mx[1], p.y); mx[2] = fmaxf(mx[2], p.z);
+    }
+#pragma unroll
+    for (int a = 0; a < 3; a++)
+        for (int o = 16; o > 0; o >>= 1) {
+            mn[a] = fminf(mn[a], __shfl_xor_sync(FULL_MASK, mn[a], o));
+            mx[a] = fmaxf(mx[a], __shfl_xor_sync(FULL_MASK, mx[a], o));
+        }
+    const unsigned lt_mask = (1u << lane) - 1u;
+    unsigned long long self = 0;  // group particles whose own leaf gave p-p pairs
+    int top = 1, npc = 0, npp = 0;
+    if (lane == 0) stack[0] = 0;
+    __syncwarp();
+
+    auto flush_pc = [&](int n) {
+        if (lane < n) {
+            const int c = sh.pc[lane];
+            const float4 mac = A.cell_mac[c], q1 = A.cell_q1[c];
+            sh.ta[lane] = make_float4(mac.x, mac.y, mac.z, q1.w);
+            sh.tb[lane] = A.cell_q0[c];
+            sh.tc[lane] = q1;
+        }
+        __syncwarp();
+        eval_pc<NI>(sh, n, x, y, z, A.eps2, ax, ay, az, pot);
+        n_pc += (unsigned long long)n * gc;
+        const int rest = npc - n;
+        const int v = lane < rest ? sh.pc[n + lane] : 0;
+        __syncwarp();
+        if (lane < rest) sh.pc[lane] = v;
+        npc = rest;
+        __syncwarp();
+    };
+    auto flush_pp = [&](int n) {
+        if (lane < n) sh.ta[lane] = A.pos[sh.pp[lane]];
+        __syncwarp();
+        eval_pp<NI, GUARD>(sh, n, x, y, z, A.eps2, ax, ay, az, pot);
+        n_pp += (unsigned long long)n * gc;
+        const int rest = npp - n;
+        const int v = lane < rest ? sh.pp[n + lane] : 0;
+        __syncwarp();
+        if (lane < rest) sh.pp[lane] = v;
+        npp = rest;
+        __syncwarp();
+    };
+
+    while (top > 0) {
+        const int take = min(top, 32);
+        top -= take;
+        const int c = lane < take ? stack[top + lane] : -1;
+        __syncwarp();
+        bool accept = false;
+        int kid_first = 0, kids = 0, leaf_first = 0, leaf_n = 0;
+        if (c >= 0) {
+            const float4 mac = A.cell_mac[c];
+            const int2 link = A.cell_link[c];
+            // distance from the group's box to the centre of mass (0 inside)
+            const float dx = fmaxf(fmaxf(mn[0] - mac.x, mac.x - mx[0]), 0.f);
+            const float dy = fmaxf(fmaxf(mn[1] - mac.y, mac.y - mx[1]), 0.f);
+            const float dz = fmaxf(fmaxf(mn[2] - mac.z, mac.z - mx[2]), 0.f);
+            accept = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)),
+                               __fmul_rn(dz, dz)) > mac.w;
+            if (!accept) {
+                if (link.y < 0) { leaf_first = link.x; leaf_n = -link.y; }
+                else { kid_first = link.x; kids = link.y; }
+            }
+        }
+        // accepted cells -> p-c list
+        const unsigned ball = __ballot_sync(FULL_MASK, accept);
+        if (accept) sh.pc[npc + __popc(ball & lt_mask)] = c;
+        npc += __popc(ball);
+        __syncwarp();
+        if (npc >= 32) flush_pc(32);
+        // children of opened cells -> stack
+        const int pushed = expand(kid_first, kids, lane, sh.scan,
+            [&](int t, int item, bool ok, int) {
+                if (ok && top + t < STACK_CAP) stack[top + t] = item;
+            });
+        if (top + pushed > STACK_CAP) {
+            if (lane == 0) atomicOr(&A.status[ST_FLAGS], (unsigned long long)FLAG_STACK);
+            top = STACK_CAP;
+        } else {
+            top += pushed;
+        }
+        // particles of opened leaves -> p-p list
+        if (leaf_n) {
+            const int lo = max(leaf_first, gb) - gb, hi = min(leaf_first + leaf_n, gb + gc) - gb;
+            if (lo < hi)
+                self |= (hi >= 64 ? ~0ull : (1ull << hi) - 1ull) & ~((1ull << lo) - 1ull);
+        }
+        expand(leaf_first, leaf_n, lane, sh.scan,
+            [&](int, int item, bool ok, int nvalid) {
+                if (ok) sh.pp[npp + lane] = item;
+                npp += nvalid;
+                __syncwarp();
+                if (npp >= 32) flush_pp(32);
+            });
+        __syncwarp();
+    }
+    if (npc) flush_pc(npc);
+    if (npp) flush_pp(npp);
+    for (int o = 16; o > 0; o >>= 1) self |= __shfl_xor_sync(FULL_MASK, self, o);
+#pragma unroll
+    for (int k = 0; k < NI; k++) {
+        const int i = lane + 32 * k;
+        if (i < gc) {
+            if ((self >> i) & 1ull && A.eps2 > 0.f) pot[k] += m[k] * rsqrtf(A.eps2);  // self pair
+            A.acc[gb + i] = make_float4(A.G * ax[k], A.G * ay[k], A.G * az[k], A.G * pot[k]);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(WALK_THREADS, WALK_MIN_BLOCKS)
+walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
+     const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
+     const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
+     const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
+     unsigned long long* status, float eps2, float G)
+{
+    __shared__ WarpShared shared[WALK_WARPS];
+    if (status[ST_FLAGS] & (FLAG_CELLS | FLAG_GROUPS)) return;  // the host rebuilds and walks again
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    WarpShared& sh = shared[warp];
+    int* stack = stacks + (size_t)(blockIdx.x * WALK_WARPS + warp) * STACK_CAP;
+    const int ngroups = (int)status[ST_GROUPS];
+    WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G};
+    unsigned long long n_pp = 0, n_pc = 0;
+    while (true) {
+        int g = 0;
+        if (lane == 0) g = (int)atomicAdd(&status[ST_WALK_NEXT], 1ull);
+        g = __shfl_sync(FULL_MASK, g, 0);
+        if (g >= ngroups) break;
+        const int gb = group_begin[g], gc = group_count[g];
+        if (eps2 > 0.f) {
+            if (gc > 32) walk_group<2, false>(A, gb, gc, sh, stack, n_pp, n_pc);
+            else walk_group<1, false>(A, gb, gc, sh, stack, n_pp, n_pc);
+        } else {
+            if (gc > 32) walk_group<2, true>(A, gb, gc, sh, stack, n_pp, n_pc);
+            else walk_group<1, true>(A, gb, gc, sh, stack, n_pp, n_pc);
+        }
+    }
+    if (lane == 0 && (n_pp || n_pc)) {
+        atomicAdd(&status[ST_PP], n_pp);
+        atomicAdd(&status[ST_PC], n_pc);
+    }
+}

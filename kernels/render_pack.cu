@@ -1,0 +1,21 @@
+// Vertex data for the renderer, written straight into a mapped GL buffer (CUDA-GL interop).
+// In: the engine's pos4 (x, y, z, mass) and vel4 (vx, vy, vz, component code as float).
+// Out: 5 floats per particle, galaxyview.render.particles.VERTEX_DTYPE:
+//   x, y, z, component, speed.
+
+extern "C" __global__ void pack_vertices(const float4 *__restrict__ pos4,
+                                         const float4 *__restrict__ vel4,
+                                         float *__restrict__ out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    float4 p = pos4[i];
+    float4 v = vel4[i];
+    float *o = out + 5 * (size_t)i;
+    o[0] = p.x;
+    o[1] = p.y;
+    o[2] = p.z;
+    o[3] = v.w;
+    o[4] = sqrtf(v.x * v.x + v.y * v.y + v.z * v.z);
+}

@@ -1,0 +1,210 @@
+"""The viewer window under Xvfb with Mesa, on the CPU engine with a small Plummer sphere."""
+import numpy as np
+import pytest
+from PyQt6.QtCore import Qt
+
+pytestmark = pytest.mark.gui
+
+N = 2000
+WAIT_MS = 20_000
+
+
+@pytest.fixture
+def window(qtbot):
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    w = MainWindow(ViewOptions(backend="cpu"))
+    w.open_source("plummer", N)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: w.step_frames == 0 and w.energy_error is not None, timeout=WAIT_MS)
+    yield w
+    w.close()
+    assert wait_for_workers(WAIT_MS)
+
+
+def idle(w):
+    return not w.session.busy
+
+
+def test_window_shows_engine_path_and_particle_count(window):
+    p = window.panel
+    assert window.sim.engine.n == N and p.n.value() == N
+    assert "CPU" in p.engine.text() and "host upload" in p.engine.text()
+    assert p.scene.currentData() == "plummer"
+    info = window.hud_info()
+    assert info.n == N and info.path == "host upload" and info.energy_error == 0.0
+
+
+@pytest.mark.parametrize("name, value", [("theta", 0.42), ("dt", 0.002), ("eps", 0.011)])
+def test_spin_box_sets_the_engine_parameter(window, qtbot, name, value):
+    control = getattr(window.panel, name)
+    control.spin.setValue(value)
+    qtbot.waitUntil(lambda: getattr(window.sim.engine.params, name) == control.value(),
+                    timeout=WAIT_MS)
+    assert control.value() == pytest.approx(value)
+    assert window.plot.markers[-1][1].endswith(f"={control.value():g}")
+
+
+@pytest.mark.parametrize("name", ["theta", "dt", "eps"])
+def test_slider_sets_the_engine_parameter(window, qtbot, name):
+    control = getattr(window.panel, name)
+    before = getattr(window.sim.engine.params, name)
+    control.slider.setValue(control.slider.value() // 2)  # a key or groove click commits
+    qtbot.waitUntil(lambda: getattr(window.sim.engine.params, name) == control.value(),
+                    timeout=WAIT_MS)
+    assert getattr(window.sim.engine.params, name) != before
+    # the box shows the slider's value, rounded to the box's decimals
+    assert control.value() == pytest.approx(control.from_slider(control.slider.value()),
+                                            abs=0.51 * 10 ** -control.spin.decimals())
+
+
+def test_play_pause_single_step_and_steps_per_frame(window, qtbot):
+    engine = window.sim.engine
+    window.panel.step.click()
+    qtbot.waitUntil(lambda: engine.steps_done == 1 and idle(window), timeout=WAIT_MS)
+    window.panel.steps_per_frame.setValue(3)
+    window.panel.play.click()
+    assert window.playing and window.panel.play.text() == "Pause"
+    qtbot.waitUntil(lambda: window.step_frames >= 3, timeout=WAIT_MS)
+    window.panel.play.click()
+    assert not window.playing
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    done = engine.steps_done
+    assert done >= 1 + 3 * 2 and (done - 1) % 3 == 0  # whole batches of 3 after the one step
+    qtbot.wait(100)
+    assert engine.steps_done == done  # paused means paused
+    assert engine.time == pytest.approx(done * engine.params.dt)
+
+
+def test_reset_goes_back_to_the_initial_state(window, qtbot):
+    engine = window.sim.engine
+    window.panel.steps_per_frame.setValue(2)
+    window.panel.step.click()
+    qtbot.waitUntil(lambda: engine.steps_done == 1 and idle(window), timeout=WAIT_MS)
+    assert engine.time > 0
+    window.panel.reset.click()
+    qtbot.waitUntil(lambda: engine.time == 0.0 and idle(window), timeout=WAIT_MS)
+    assert np.array_equal(engine.state().pos, window.sim.initial.pos)
+
+
+def test_look_controls_change_the_renderer(window, qtbot):
+    p, look = window.panel, window.look
+    p.point_size.spin.setValue(5.5)
+    p.exposure.spin.setValue(3.0)
+    p.colour.setCurrentText("speed")
+    p.tone_map.setCurrentText("reinhard")
+    assert (look.point_size, look.exposure) == (5.5, 3.0)
+    assert (look.colour_mode, look.tone_map) == ("speed", "reinhard")
+    assert window.canvas.renderer.look is look
+    p.box_lo.setValue(1)
+    p.box_hi.setValue(3)
+    p.boxes.setChecked(True)
+    assert look.boxes and tuple(look.box_levels) == (1, 3)
+    qtbot.waitUntil(lambda: window.canvas.renderer._box_count > 0, timeout=WAIT_MS)
+    tree = window.sim.engine.tree
+    n_cells = int(((tree.level >= 1) & (tree.level <= 3)).sum())
+    assert window.canvas.renderer._box_count == 24 * n_cells  # 12 edges per cell box
+    p.box_lo.setValue(5)  # lo above hi pulls hi along
+    assert tuple(look.box_levels) == (5, 5)
+
+
+def test_camera_controls(window, qtbot):
+    cam, p = window.canvas.camera, window.panel
+    centre, distance = cam.centre.copy(), cam.distance
+    cam.pan(1.0, 0.0)
+    cam.zoom(0.1)
+    p.fit.click()
+    qtbot.waitUntil(lambda: np.allclose(cam.centre, centre) and cam.distance == distance,
+                    timeout=WAIT_MS)
+    p.fly.setChecked(True)
+    assert window.canvas.fly_mode
+    eye = cam.eye
+    window.canvas.handle_key("W")
+    assert np.linalg.norm(cam.eye - eye) > 0
+    p.auto_orbit.setChecked(True)
+    az = cam.azimuth
+    qtbot.waitUntil(lambda: cam.azimuth != az, timeout=WAIT_MS)
+
+
+def test_keyboard_shortcuts(window, qtbot):
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=WAIT_MS)
+    qtbot.keyClick(window, Qt.Key.Key_Space)
+    assert window.playing
+    qtbot.keyClick(window, Qt.Key.Key_Space)
+    assert not window.playing
+    qtbot.keyClick(window, Qt.Key.Key_B)
+    assert window.look.boxes
+    qtbot.keyClick(window, Qt.Key.Key_C)
+    assert window.look.colour_mode == "speed"
+    qtbot.keyClick(window, Qt.Key.Key_G)
+    assert window.canvas.fly_mode
+    exposure = window.look.exposure
+    qtbot.keyClick(window, Qt.Key.Key_BracketRight)
+    assert window.look.exposure == pytest.approx(exposure * 1.25)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    qtbot.keyClick(window, Qt.Key.Key_N)
+    qtbot.waitUntil(lambda: window.sim.engine.steps_done == 1, timeout=WAIT_MS)
+    qtbot.keyClick(window, Qt.Key.Key_F1)
+    assert "fly" in window.help_dialog.text()
+    window.help_dialog.close()
+
+
+def test_screenshot_is_lit_and_successive_frames_differ(window, qtbot):
+    first = window.canvas.render_image()
+    h, w = first.shape[:2]
+    assert (w, h) == tuple(window.canvas.physical_size)
+    lit = (first.max(axis=-1) > 40).mean()
+    assert lit > 0.002
+    frames = []
+    window.set_playing(True)
+    for k in (2, 4):
+        qtbot.waitUntil(lambda: window.step_frames >= k, timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: window.frame_shown, timeout=WAIT_MS)
+        frames.append(window.canvas.render_image())
+    window.set_playing(False)
+    assert not np.array_equal(first, frames[0]) and not np.array_equal(frames[0], frames[1])
+
+
+def test_bad_scene_file_shows_the_error_and_keeps_the_scene(window, qtbot, tmp_path):
+    engine = window.sim.engine
+    bad = tmp_path / "broken.toml"
+    bad.write_text('[scene]\nname = "broken"\nseed = "not a number"\n')
+    assert window.load(str(bad)) is False
+    assert window.error_dialog.isVisible()
+    assert "broken.toml" in window.error_dialog.text()
+    window.error_dialog.close()
+    junk = tmp_path / "junk.tipsy"
+    junk.write_bytes(b"\x00\x01 not a snapshot" * 3)
+    assert window.load(str(junk)) is False
+    assert "junk.tipsy" in window.error_dialog.text()
+    window.error_dialog.close()
+    assert window.sim.engine is engine and window.panel.scene.currentData() == "plummer"
+    window.panel.step.click()  # the old scene still runs
+    qtbot.waitUntil(lambda: engine.steps_done == 1, timeout=WAIT_MS)
+
+
+def test_open_another_scene_and_particle_count(window, qtbot):
+    old = window.sim.engine
+    window.panel.n.setValue(1500)
+    window.panel.n.editingFinished.emit()
+    qtbot.waitUntil(lambda: window.sim.engine.n == 1500, timeout=WAIT_MS)
+    assert window.sim.engine is not old
+    assert window.sim.engine.steps_done == 0 and window.panel.n.value() == 1500
+
+
+def test_window_closes_cleanly(qtbot):
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    w = MainWindow(ViewOptions(backend="cpu"))
+    w.open_source("plummer", N)
+    qtbot.addWidget(w)
+    w.show()
+    w.set_playing(True)
+    qtbot.waitUntil(lambda: w.step_frames >= 1, timeout=WAIT_MS)
+    worker = w.worker
+    assert w.close()
+    assert wait_for_workers(WAIT_MS) and worker.isFinished()
+    assert w.worker is None and w.sim is None

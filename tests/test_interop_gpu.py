@@ -1,0 +1,101 @@
+"""CUDA-OpenGL interop on the GPU machine (headless EGL canvas, no Qt): the GL vertex buffer
+holds exactly the engine's positions, and drawing a frame copies nothing to the host."""
+import numpy as np
+import pytest
+
+from galaxyview.engines import gpu_unavailable_reason
+from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.params import Params
+
+pytestmark = pytest.mark.gpu
+
+N = 20_000
+
+
+@pytest.fixture
+def gpu_scene():
+    reason = gpu_unavailable_reason()
+    if reason:
+        pytest.skip(f"no GPU engine here: {reason}")
+    from galaxyview.engines.gpu.engine import GPUEngine
+    from galaxyview.render.offscreen import OffscreenRenderer
+
+    engine = GPUEngine(Params(theta=0.75, dt=1 / 64, eps=0.05))
+    engine.load(plummer_sphere(N, np.random.default_rng(7)))
+    renderer = OffscreenRenderer(320, 240)
+    renderer.attach(engine)
+    yield engine, renderer
+    renderer.close()
+    engine.close()
+
+
+def _gl_vertices(renderer):
+    from galaxyview.render.interop import read_gl_buffer
+    from galaxyview.render.particles import VERTEX_DTYPE
+
+    src = renderer.source
+    raw = read_gl_buffer(src._gl_handle(), renderer.engine.n * VERTEX_DTYPE.itemsize)
+    return np.frombuffer(raw, VERTEX_DTYPE)
+
+
+def _device_pos4(engine):
+    import pycuda.driver as cuda
+
+    from galaxyview.render.sources import _ptr, pushed
+
+    arrays = engine.device_arrays()
+    pos4 = np.empty((int(arrays["n"]), 4), np.float32)
+    vel4 = np.empty_like(pos4)
+    with pushed(engine.context):
+        cuda.memcpy_dtoh(pos4, _ptr(arrays["pos4"]))
+        cuda.memcpy_dtoh(vel4, _ptr(arrays["vel4"]))
+    return pos4, vel4
+
+
+def _rows_sorted(a):
+    return a[np.lexsort(a.T[::-1])]
+
+
+def test_gl_buffer_holds_the_engine_positions_after_a_step(gpu_scene):
+    engine, renderer = gpu_scene
+    assert renderer.path == "CUDA-GL interop"
+    before = renderer.draw()
+    engine.step(1)
+    after = renderer.draw()
+    verts = _gl_vertices(renderer)
+    pos4, vel4 = _device_pos4(engine)
+    assert np.array_equal(verts["a_position"], pos4[:, :3])  # bit for bit, engine order
+    assert np.array_equal(verts["a_component"], vel4[:, 3])
+    assert np.allclose(verts["a_speed"], np.linalg.norm(vel4[:, :3], axis=1), rtol=1e-6)
+    # the same particles as the engine's host state, whatever order the engine keeps them in
+    state = engine.state()
+    assert np.array_equal(_rows_sorted(verts["a_position"]), _rows_sorted(state.pos))
+    assert (after.sum(-1) > 0).mean() > 0.01 and not np.array_equal(before, after)
+
+
+def test_no_device_to_host_copy_per_frame(gpu_scene, monkeypatch):
+    import pycuda.driver as cuda
+    import pycuda.gpuarray as gpuarray
+
+    engine, renderer = gpu_scene
+    copies = []
+
+    def counting(name, fn):
+        def wrapped(*args, **kwargs):
+            copies.append(name)
+            return fn(*args, **kwargs)
+        return wrapped
+
+    for name in ("memcpy_dtoh", "memcpy_dtoh_async", "from_device", "from_device_like"):
+        if hasattr(cuda, name):
+            monkeypatch.setattr(cuda, name, counting(name, getattr(cuda, name)))
+    monkeypatch.setattr(gpuarray.GPUArray, "get",
+                        counting("GPUArray.get", gpuarray.GPUArray.get))
+    engine.state()  # the counter sees copies: a host copy of the state makes some
+    assert copies
+    renderer.render_frame()
+    for _ in range(10):
+        engine.step(1)
+        copies.clear()
+        renderer.render_frame()  # interop + draw, no read-back of the image
+        assert copies == []

@@ -1,0 +1,69 @@
+"""Recording with the GPU engine through CUDA-GL interop (GPU machine; skipped elsewhere)."""
+from __future__ import annotations
+
+import imageio_ffmpeg
+import numpy as np
+import pytest
+
+from galaxyview.engines import gpu_unavailable_reason
+from galaxyview.movie.encoder import MovieWriter
+from galaxyview.movie.recorder import RecordOptions, record_frames, record_simulation
+
+pytestmark = pytest.mark.gpu
+
+SIZE = (320, 180)
+
+
+@pytest.fixture(scope="module")
+def gpu_sim():
+    reason = gpu_unavailable_reason()
+    if reason:
+        pytest.skip(f"no GPU engine here: {reason}")
+    from galaxyview.simulation import open_simulation
+
+    sim = open_simulation("mw-andromeda", "gpu", 65536)
+    yield sim
+    sim.close()
+
+
+class Frames(list):
+    def add_frame(self, rgb, copy=True):
+        self.append(rgb.copy())
+
+
+def raw_frames(sim, **options):
+    from galaxyview.render.offscreen import OffscreenRenderer
+
+    sim.reset()
+    frames = Frames()
+    with OffscreenRenderer(*SIZE) as renderer:
+        renderer.attach(sim.engine)
+        assert renderer.path == "CUDA-GL interop"
+        opts = RecordOptions(8, 30, SIZE, **options).validate()
+        done, interrupted, failure, _ = record_frames(sim.engine, renderer, frames, opts)
+    assert (done, interrupted, failure) == (8, False, None)
+    return frames
+
+
+def test_gpu_movie(gpu_sim, tmp_path):
+    sim = gpu_sim
+    sim.reset()
+    out = tmp_path / "gpu.mp4"
+    options = RecordOptions(30, 30, SIZE, steps_per_frame=2, caption=True).validate()
+    result = record_simulation(sim, MovieWriter(out, 30, SIZE), options, show_progress=False)
+    assert (result.frames, result.interrupted, result.failure) == (30, False, None)
+    gen = imageio_ffmpeg.read_frames(str(out))
+    assert next(gen)["size"] == SIZE
+    frames = [np.frombuffer(b, np.uint8).reshape(SIZE[1], SIZE[0], 3) for b in gen]
+    assert len(frames) == 30
+    assert all((f.max(axis=2) > 60).mean() > 0.005 for f in frames)
+    assert min(np.abs(a.astype(int) - b).sum() for a, b in zip(frames, frames[1:])) > 0
+
+
+def test_gpu_frames_repeat_and_overlap_changes_nothing(gpu_sim):
+    first = raw_frames(gpu_sim, steps_per_frame=3, camera="orbit")
+    again = raw_frames(gpu_sim, steps_per_frame=3, camera="orbit")
+    serial = raw_frames(gpu_sim, steps_per_frame=3, camera="orbit", overlap=False)
+    assert not np.array_equal(first[0], first[-1])
+    for a, b, c in zip(first, again, serial):
+        assert np.array_equal(a, b) and np.array_equal(a, c)

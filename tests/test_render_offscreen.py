@@ -1,0 +1,108 @@
+"""The headless renderer (Mesa's EGL here, NVIDIA's on the GPU machine) on the CPU engine."""
+import numpy as np
+import pytest
+
+from galaxyview.engines.cpu.engine import CPUEngine
+from galaxyview.errors import ParameterError
+from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.params import Params
+from galaxyview.model.state import Component, ParticleState
+from galaxyview.render.offscreen import OffscreenRenderer
+
+W, H = 200, 150
+
+
+@pytest.fixture(scope="module")
+def renderer():
+    r = OffscreenRenderer(W, H)
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def engine():
+    e = CPUEngine(Params(theta=0.75, dt=1 / 64, eps=0.05))
+    e.load(plummer_sphere(3000, np.random.default_rng(3)))
+    yield e
+    e.close()
+
+
+def lit(img, level=40):
+    return (img.max(axis=-1) > level).mean()
+
+
+def test_draws_the_engine_state_and_follows_its_steps(renderer, engine):
+    renderer.attach(engine)
+    assert renderer.path == "host upload"
+    first = renderer.draw()
+    assert first.shape == (H, W, 3) and first.dtype == np.uint8
+    assert lit(first) > 0.01
+    engine.step(2)
+    assert not np.array_equal(renderer.draw(), first)
+    assert set(renderer.timings) == {"upload", "render", "read"}
+
+
+def test_particles_land_where_the_camera_projects_them(renderer):
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [-1, -1, 0.5]], np.float32)
+    state = ParticleState(pos, np.zeros_like(pos), np.full(4, 0.25),
+                          np.full(4, Component.STAR, np.uint8))
+    e = CPUEngine(Params(), gravity="direct")
+    e.load(state)
+    try:
+        renderer.attach(e, fit=False)
+        cam = renderer.camera
+        cam.centre, cam.distance, cam.azimuth, cam.elevation = np.zeros(3), 6.0, -70.0, 25.0
+        renderer.look.point_size = 5.0
+        img = renderer.draw()
+        px = cam.project(pos, (W, H))
+        for x, y in px:
+            patch = img[int(y) - 1:int(y) + 2, int(x) - 1:int(x) + 2]
+            assert patch.max() > 100, (x, y)
+        bright = np.argwhere(img.max(axis=-1) > 60)
+        near = np.min(np.linalg.norm(bright[:, None, ::-1] - px[None], axis=-1), axis=1)
+        assert near.max() < 4  # light only around the four particles
+    finally:
+        renderer.look.point_size = 3.0
+        renderer.detach()
+        e.close()
+
+
+def test_look_and_camera_change_the_picture(renderer, engine):
+    renderer.attach(engine)
+    base = renderer.draw()
+    renderer.camera.orbit(60.0, 20.0)
+    assert not np.array_equal(renderer.draw(), base)
+    renderer.camera.orbit(-60.0, -20.0)
+    assert np.array_equal(renderer.draw(), base)
+    look = renderer.look
+    try:
+        look.colour_mode = "speed"
+        speed = renderer.draw()
+        assert not np.array_equal(speed, base)
+        look.colour_mode = "component"
+        look.exposure = 4.0
+        assert renderer.draw().mean() > base.mean()
+        look.tone_map = "linear"
+        linear = renderer.draw()
+        look.tone_map = "exp"
+        assert (linear == 255).sum() > (renderer.draw() == 255).sum()  # exp keeps cores
+        look.exposure = 1.0
+        look.boxes, look.box_levels = True, (1, 3)
+        boxes = renderer.draw()
+        green = (boxes[..., 1].astype(int) - boxes[..., 0]) > 30
+        assert green.mean() > 0.01 and not np.array_equal(boxes, base)
+    finally:
+        renderer.look = type(look)()
+
+
+def test_bad_sizes_and_drawing_before_attach():
+    with pytest.raises(ParameterError, match="width"):
+        OffscreenRenderer(8, 100)
+    with pytest.raises(ParameterError, match="height"):
+        OffscreenRenderer(100, 1.5)
+    r = OffscreenRenderer(32, 32)
+    try:
+        with pytest.raises(ParameterError, match="attach"):
+            r.draw()
+    finally:
+        r.close()

@@ -1,0 +1,175 @@
+"""Tipsy snapshots: exact round trips, corrupt files, overwriting, ParticleState mapping."""
+import numpy as np
+import pytest
+
+from galaxyview.errors import GalaxyviewError, SnapshotError
+from galaxyview.model.params import Params
+from galaxyview.model.state import Component, ParticleState
+from galaxyview.model.tipsy import (TipsySnapshot, block_dtype, header_dtype, is_tipsy,
+                                    load_snapshot, read_tipsy, save_state, state_to_tipsy,
+                                    tipsy_to_state, write_tipsy)
+
+
+def random_snapshot(nsph, ndark, nstar, seed=0):
+    """Every field filled with random bits (NaN payloads, denormals, infinities included)."""
+    rng = np.random.default_rng(seed)
+    snap = TipsySnapshot.empty(nsph, ndark, nstar, time=rng.normal())
+    for block in (snap.gas, snap.dark, snap.star):
+        raw = block.view(np.uint32).reshape(len(block), -1) if len(block) else None
+        if raw is not None:
+            raw[:] = rng.integers(0, 2**32, raw.shape, dtype=np.uint32)
+    return snap
+
+
+def same_bits(a: TipsySnapshot, b: TipsySnapshot) -> bool:
+    return (np.float64(a.time).tobytes() == np.float64(b.time).tobytes() and
+            all(x.tobytes() == y.tobytes() and x.dtype == y.dtype
+                for x, y in zip((a.gas, a.dark, a.star), (b.gas, b.dark, b.star))))
+
+
+@pytest.mark.parametrize("byteorder", ["big", "little"])
+@pytest.mark.parametrize("counts", [(3, 5, 7), (0, 11, 0), (1, 0, 0), (0, 0, 13), (0, 0, 0)])
+def test_round_trip_is_bit_exact(tmp_path, byteorder, counts):
+    snap = random_snapshot(*counts, seed=sum(counts))
+    path = write_tipsy(tmp_path / "s.tipsy", snap, byteorder=byteorder)
+    assert path.stat().st_size == 32 + 48 * counts[0] + 36 * counts[1] + 44 * counts[2]
+    back = read_tipsy(path)
+    assert back.counts == counts
+    assert same_bits(snap, back)
+    # writing what was read gives the same bytes
+    again = write_tipsy(tmp_path / "again.tipsy", back, byteorder=byteorder)
+    assert again.read_bytes() == path.read_bytes()
+
+
+def test_byte_order_on_disk(tmp_path):
+    snap = random_snapshot(2, 3, 4)
+    big = write_tipsy(tmp_path / "big.std", snap).read_bytes()
+    little = write_tipsy(tmp_path / "little.std", snap, byteorder="little").read_bytes()
+    head = np.frombuffer(big[:32], header_dtype(">"))[0]
+    assert (head["nbodies"], head["ndim"], head["nsph"], head["ndark"], head["nstar"]) == \
+        (9, 3, 2, 3, 4)
+    assert np.frombuffer(little[:32], header_dtype("<"))[0]["nstar"] == 4
+    star_at = 32 + 2 * 48 + 3 * 36
+    first_star = np.frombuffer(big[star_at:star_at + 44], block_dtype("star", ">"))[0]
+    assert first_star.tobytes() == snap.star[0].astype(block_dtype("star", ">")).tobytes()
+    assert big != little
+
+
+def write_raw(path, header_values, payload_bytes, order=">"):
+    header = np.array([header_values], header_dtype(order))
+    path.write_bytes(header.tobytes() + b"\0" * payload_bytes)
+    return path
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.write_bytes(b""), ["empty", "0 bytes"]),
+    (lambda p: p.write_bytes(b"\0" * 20), ["20 bytes", "32-byte"]),
+    (lambda p: p.write_text("[scene]\nname = 'not a snapshot at all'\n"), ["not a Tipsy", "ndim"]),
+    (lambda p: write_raw(p, (0.0, 10, 3, 0, 10, 0, 0), 36 * 10 - 1), ["truncated", "392", "391"]),
+    (lambda p: write_raw(p, (0.0, 4, 3, 1, 1, 2, 0), 48 + 36 + 44 * 2 + 8), ["8 bytes too long"]),
+    (lambda p: write_raw(p, (0.0, 5, 3, 0, 4, 0, 0), 36 * 4), ["nbodies = 5", "0 + 4 + 0"]),
+    (lambda p: write_raw(p, (0.0, -2, 3, 0, -2, 0, 0), 0), ["negative", "ndark = -2"]),
+    (lambda p: write_raw(p, (0.0, 4, 2, 0, 4, 0, 0), 36 * 4), ["ndim = 2"]),
+    (lambda p: write_raw(p, (np.nan, 1, 3, 0, 1, 0, 0), 36, "<"), ["time = nan"]),
+])
+def test_corrupt_files_name_file_and_problem(tmp_path, make, words):
+    path = tmp_path / "bad.tipsy"
+    make(path)
+    with pytest.raises(SnapshotError) as info:
+        read_tipsy(path)
+    message = str(info.value)
+    assert str(path) in message
+    for word in words:
+        assert word in message
+    assert not is_tipsy(path)
+
+
+def test_missing_file_and_folder(tmp_path):
+    with pytest.raises(SnapshotError, match="no such file"):
+        read_tipsy(tmp_path / "nope.tipsy")
+    with pytest.raises(SnapshotError, match="is a folder"):
+        read_tipsy(tmp_path)
+
+
+def test_snapshot_without_particles_cannot_be_loaded(tmp_path):
+    path = write_tipsy(tmp_path / "none.tipsy", TipsySnapshot())
+    assert read_tipsy(path).n == 0
+    with pytest.raises(SnapshotError, match="no particles"):
+        load_snapshot(path)
+
+
+def test_refuses_to_overwrite(tmp_path):
+    path = tmp_path / "s.tipsy"
+    path.write_bytes(b"precious")
+    with pytest.raises(GalaxyviewError) as info:
+        write_tipsy(path, random_snapshot(1, 1, 1))
+    assert str(path) in str(info.value) and "overwrite=True" in str(info.value)
+    assert path.read_bytes() == b"precious"
+    write_tipsy(path, random_snapshot(1, 1, 1), overwrite=True)
+    assert read_tipsy(path).counts == (1, 1, 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.tipsy"]  # no temp file left
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    with pytest.raises(SnapshotError, match="cannot write"):
+        write_tipsy(tmp_path / "missing-folder" / "s.tipsy", random_snapshot(1, 1, 1))
+    with pytest.raises(GalaxyviewError, match="byteorder"):
+        write_tipsy(tmp_path / "s.tipsy", random_snapshot(1, 1, 1), byteorder="middle")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_block_is_rejected():
+    with pytest.raises(GalaxyviewError, match="dark block"):
+        TipsySnapshot(dark=np.zeros(3, block_dtype("star")))
+
+
+def make_state(seed=3):
+    rng = np.random.default_rng(seed)
+    n = 40
+    component = rng.integers(0, len(Component), n).astype(np.uint8)
+    galaxy = rng.integers(0, 3, n).astype(np.int16)
+    return ParticleState(rng.normal(size=(n, 3)), rng.normal(size=(n, 3)),
+                         rng.uniform(0.1, 1.0, n), component, galaxy, time=2.5)
+
+
+@pytest.mark.parametrize("byteorder", ["big", "little"])
+def test_state_round_trip_keeps_components_and_galaxies(tmp_path, byteorder):
+    state = make_state()
+    potential = -np.arange(state.n, dtype=np.float32)
+    path = save_state(tmp_path / "s.bin", state, Params(eps=0.125), potential,
+                      byteorder=byteorder)
+    snap = read_tipsy(path)
+    halo = state.component == Component.HALO
+    assert snap.counts == (0, int(halo.sum()), int((~halo).sum()))
+    assert np.all(snap.dark["eps"] == 0.125) and np.all(snap.star["eps"] == 0.125)
+    assert np.array_equal(snap.dark["phi"], potential[halo])
+    assert np.array_equal(snap.star["metals"], state.component[~halo])
+    back = load_snapshot(path)
+    order = np.concatenate([np.flatnonzero(halo), np.flatnonzero(~halo)])  # dark, then star
+    for name in ("pos", "vel", "mass", "component"):
+        assert np.array_equal(getattr(back, name), getattr(state, name)[order]), name
+    assert np.array_equal(back.galaxy[~halo[order]], state.galaxy[~halo])
+    assert np.all(back.galaxy[halo[order]] == 0)  # the dark block has no galaxy field
+    assert back.time == 2.5 and back.meta["source"] == str(path)
+
+
+def test_foreign_files_map_to_defaults():
+    snap = TipsySnapshot.empty(2, 1, 5)
+    snap.star["metals"] = [0.02, 1.0, 5.0, 6.0, np.nan]  # only exact codes 0..5 are kept
+    snap.star["tform"] = [0.7, 2.0, -1.0, 7.0, np.inf]
+    state = tipsy_to_state(snap)
+    assert list(state.component) == [Component.STAR] * 2 + [Component.HALO] + [
+        Component.DISK, Component.BULGE, Component.STAR, Component.DISK, Component.DISK]
+    assert list(state.galaxy) == [0, 0, 0, 0, 2, 0, 7, 0]
+
+
+def test_non_finite_particles_name_the_file():
+    snap = TipsySnapshot.empty(0, 2, 0)
+    snap.dark["pos"][1, 0] = np.nan
+    with pytest.raises(SnapshotError, match="run.tipsy: pos holds NaN"):
+        tipsy_to_state(snap, "run.tipsy")
+
+
+def test_potential_must_match_particles():
+    with pytest.raises(GalaxyviewError, match="one value per particle"):
+        state_to_tipsy(make_state(), potential=np.zeros(3))
