@@ -48,3 +48,17 @@ def test_kernels_compile(tmp_path, arch):
     assert run.returncode == 0, run.stderr[-2000:]
     walk = run.stderr.split("Compiling entry function 'walk'")[1].split("Compiling")[0]
     assert "0 bytes spill stores" in walk  # the walk keeps its interaction state on chip
+
+
+def test_no_gpu_gives_a_clear_engine_error():
+    from galaxyview.engines import create_engine
+    from galaxyview.engines.gpu.engine import GPUEngine
+    from galaxyview.errors import EngineError
+
+    reason = probe.unavailable_reason()
+    if reason is None:
+        pytest.skip("a usable GPU is present here")
+    with pytest.raises(EngineError, match="--backend gpu"):
+        create_engine("gpu")
+    with pytest.raises(EngineError, match="cannot run here"):
+        GPUEngine()

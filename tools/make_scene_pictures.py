@@ -29,7 +29,7 @@ PANEL = 480
 TINT = {Component.DISK: (0.55, 0.75, 1.0), Component.BULGE: (1.0, 0.75, 0.4),
         Component.HALO: (0.35, 0.25, 0.5), Component.SATELLITE: (0.5, 1.0, 0.6),
         Component.STAR: (1.0, 1.0, 1.0)}
-HALO_DIM = 0.35  # halos are drawn fainter than the stars
+HALO_DIM = 0.03  # dark halos: a faint glow under the stars
 
 
 def later_time(scene, state) -> float:
@@ -85,12 +85,13 @@ def tone_map(images: list[np.ndarray]) -> list[np.ndarray]:
                for im in images)
     out = []
     for im in images:
-        v = np.log1p(im / peak * 300.0) / math.log1p(300.0)
+        v = np.log1p(im / peak * 1000.0) / math.log1p(1000.0)
         out.append((np.clip(v, 0, 1) * 255).astype(np.uint8))
     return out
 
 
-def picture(scene_name: str, backend: str, n: int | None, later: float | None) -> Path:
+def picture(scene_name: str, backend: str, n: int | None, later: float | None,
+            out: Path = OUT) -> Path:
     scene = load_scene(scene_name)
     engine, why = create_engine(backend, scene.params)
     state = scene.build(n, "gpu" if engine.name == "gpu" else "cpu")
@@ -124,8 +125,8 @@ def picture(scene_name: str, backend: str, n: int | None, later: float | None) -
     size = f"{2 * half * (scene.units.length_kpc if scene.units else 1):.0f}"
     draw.text((8, 5), f"{scene.name}: N = {state.n}, box {size} "
               f"{'kpc' if scene.units else 'units'}; {why}", fill=(230, 230, 230))
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{scene_name}.png"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{scene_name}.png"
     sheet.save(path)
     print(f"{path}: {steps} steps in {seconds:.0f} s ({why})", flush=True)
     return path
@@ -145,11 +146,12 @@ def main(argv=None) -> int:
     p.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"))
     p.add_argument("--n", type=int, default=None, help="particles (the scene's n per backend)")
     p.add_argument("--later", type=float, default=None, help="later time, N-body units")
+    p.add_argument("--out", type=Path, default=OUT, help="folder for the PNGs (docs/scenes)")
     args = p.parse_args(argv)
     try:
         names = args.scenes or [name for name, _, _ in shipped_scenes()]
         for name in names:
-            picture(name, args.backend, args.n, args.later)
+            picture(name, args.backend, args.n, args.later, args.out)
     except GalaxyviewError as exc:
         print(f"make_scene_pictures: {exc}", file=sys.stderr)
         return 2

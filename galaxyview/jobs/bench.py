@@ -10,23 +10,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from galaxyview.engines import PHASES, create_engine
+from galaxyview.engines.reference import BONSAI_H200, walk_tflops
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
-
-FLOPS_PP = 23  # Bonsai's count per particle-particle interaction
-FLOPS_PC = 65  # and per particle-cell interaction
-
-# Bonsai on an H200 (sm_90, Plummer, eps 0.05, dt 1/16, rebuild every step): (N, theta) ->
-# (walk ms, build ms, step ms)
-BONSAI_H200 = {
-    (1 << 20, 0.4): (14.35, 1.89, 16.5),
-    (1 << 20, 0.75): (4.31, 1.93, 6.5),
-    (1 << 22, 0.4): (61.7, 5.18, 67.5),
-    (1 << 22, 0.75): (18.0, 5.17, 23.8),
-    (1 << 24, 0.4): (262.7, 21.1, 286.0),
-    (1 << 24, 0.75): (78.4, 21.1, 101.6),
-}
-
 
 @dataclass
 class BenchRow:
@@ -65,9 +51,8 @@ def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 
         step = float(sum(phases.values()))
         build = phases["keys_sort"] + phases["build"] + phases["multipoles"]
         pp_m, pc_m = float(np.median(pp)), float(np.median(pc))
-        walk_s = phases["walk"] / 1e3
-        tflops = (FLOPS_PP * pp_m + FLOPS_PC * pc_m) * n / walk_s / 1e12 if walk_s > 0 else 0.0
-        mem = getattr(engine, "device_bytes", None)
+        tflops = walk_tflops(pp_m, pc_m, n, phases["walk"])
+        mem = getattr(engine, "device_memory_bytes", None)
         row = BenchRow(n, theta, phases, step, build, pp_m, pc_m, tflops,
                        n / (step / 1e3) if step > 0 else 0.0,
                        (mem() / n) if callable(mem) else None)

@@ -1,9 +1,10 @@
-"""Tree forces: the walk's interaction lists evaluated on padded blocks, on a few threads.
+"""Tree forces: walk and evaluate the interaction lists of the groups, on a few threads.
 
-Each group's pp source list and pc cell list is cut into segments of at most MAX_SOURCES;
-segments of similar size are batched into blocks of about BLOCK_ELEMENTS interactions (a few
-float32 arrays of that size fit in L2). numpy releases the GIL inside its loops, so blocks run
-on worker threads. Per-block results are summed per particle in float64 (np.bincount).
+The groups are split into contiguous parts; each part is walked and evaluated on its own (a
+worker thread: numpy releases the GIL inside its loops) and writes only its own particles.
+Within a part, each group's pp source list and pc cell list is cut into segments of at most
+MAX_SOURCES, and segments of similar size are batched into padded blocks of about
+BLOCK_ELEMENTS interactions. Block results are summed per particle in float64 (np.bincount).
 """
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ import numpy as np
 from galaxyview.engines.cpu import kernels
 from galaxyview.engines.cpu.groups import group_boxes
 from galaxyview.engines.cpu.tree import Tree, ranges
-from galaxyview.engines.cpu.walk import Lists, interaction_lists
+from galaxyview.engines.cpu.walk import Walker
 
-BLOCK_ELEMENTS = 1 << 16  # padded interactions per block
-MAX_SOURCES = 1024  # longest list segment in one block
+BLOCK_ELEMENTS = 1 << 18  # padded interactions per block (measured best on a 1 MB L2)
+MAX_SOURCES = 512  # longest list segment in one block
 TARGET_PAD = 8  # segments are batched with others whose group size rounds up alike
 WORKERS = min(os.cpu_count() or 1, 8)
+PARTS_PER_WORKER = 4  # more parts than workers balance the load
 
 
 def segments(n_per_group: np.ndarray, max_len: int = MAX_SOURCES):
@@ -57,105 +59,130 @@ def pad_index(first: np.ndarray, count: np.ndarray, width: int):
     return first[:, None] + np.minimum(j, count[:, None] - 1), valid
 
 
-class _Evaluation:
-    """The data every block of one force evaluation reads."""
+class _Shared:
+    """What every part of one force evaluation reads."""
 
-    def __init__(self, tree: Tree, lists: Lists, eps: float, quadrupole: bool):
-        self.tree, self.lists, self.quadrupole = tree, lists, quadrupole
+    def __init__(self, tree: Tree, theta: float, eps: float, quadrupole: bool):
+        self.tree, self.quadrupole = tree, quadrupole
         self.eps2 = np.float32(eps) * np.float32(eps)
         self.pos = [np.ascontiguousarray(tree.pos[:, k]) for k in range(3)]
         self.centre = 0.5 * sum(group_boxes(tree))  # the frame of the cell kernel
-        n_groups = len(tree.group_begin)
-        # pp: the particles of each group's opened leaves, concatenated
-        leaf_n = tree.body_count[lists.pp_cell]
-        self.src = ranges(tree.body_begin[lists.pp_cell], leaf_n)
-        n_src = np.bincount(lists.pp_group, weights=leaf_n, minlength=n_groups).astype(np.int64)
-        self.src_first = np.cumsum(n_src) - n_src
-        self.self_col = self._self_columns(leaf_n)
-        self.pp_seg = segments(n_src)
-        # pc: each group's accepted cells; cell data as rows com (3), mass, quad (6)
-        n_cell = np.bincount(lists.pc_group, minlength=n_groups)
-        self.cell_first = np.cumsum(n_cell) - n_cell
         self.cells = np.concatenate([tree.com, tree.cell_mass[:, None], tree.quad], 1).T.copy()
-        self.pc_seg = segments(n_cell)
-        self.pp = int((tree.group_count[lists.pp_group] * leaf_n).sum())
-        self.pc = int(tree.group_count[lists.pc_group].sum())
-        self._local = threading.local()
+        self.walker = Walker(tree, theta)
+        self.local = threading.local()
 
-    def _self_columns(self, leaf_n) -> np.ndarray:
-        """Each sorted particle's column in its own group's pp source list (-1: none)."""
-        t, (g, c) = self.tree, (self.lists.pp_group, self.lists.pp_cell)
-        g_begin, c_begin = t.group_begin[g], t.body_begin[c]
+    def workspace(self) -> kernels.Workspace:
+        ws = getattr(self.local, "ws", None)
+        if ws is None:
+            ws = self.local.ws = kernels.Workspace()
+        return ws
+
+
+class _Part:
+    """Groups g0..g1-1 (particles p0..p1-1): their interaction lists and blocks."""
+
+    def __init__(self, sh: _Shared, g0: int, g1: int):
+        t = sh.tree
+        self.sh, self.g0 = sh, g0
+        self.p0 = t.group_begin[g0]
+        self.p1 = t.group_begin[g1 - 1] + t.group_count[g1 - 1]
+        self.begin, self.count = t.group_begin[g0:g1], t.group_count[g0:g1]
+        lists = sh.walker.lists(np.arange(g0, g1))
+        n = g1 - g0
+        # pp: the particles of each group's opened leaves, concatenated
+        pg, leaf = lists.pp_group - g0, lists.pp_cell
+        leaf_n = t.body_count[leaf]
+        self.src = ranges(t.body_begin[leaf], leaf_n)
+        n_src = np.bincount(pg, weights=leaf_n, minlength=n).astype(np.int64)
+        self.src_first = np.cumsum(n_src) - n_src
+        self.self_col = self._self_columns(pg, t.body_begin[leaf], leaf_n)
+        self.pp_seg = segments(n_src)
+        # pc: each group's accepted cells
+        self.pc_cell = lists.pc_cell
+        n_cell = np.bincount(lists.pc_group - g0, minlength=n)
+        self.cell_first = np.cumsum(n_cell) - n_cell
+        self.pc_seg = segments(n_cell)
+        self.pp = int((self.count[pg] * leaf_n).sum())
+        self.pc = int((self.count * n_cell).sum())
+
+    def _self_columns(self, g, c_begin, leaf_n) -> np.ndarray:
+        """Each particle's column in its own group's pp source list (-1: none)."""
+        g_begin = self.begin[g]
         first = np.maximum(g_begin, c_begin)
-        count = np.maximum(np.minimum(g_begin + t.group_count[g], c_begin + leaf_n) - first, 0)
+        count = np.maximum(np.minimum(g_begin + self.count[g], c_begin + leaf_n) - first, 0)
         column0 = np.cumsum(leaf_n) - leaf_n - self.src_first[g]  # pair's first column
         p = ranges(first, count)
-        col = np.full(t.n, -1, np.int64)
-        col[p] = p + np.repeat(column0 - c_begin, count)
+        col = np.full(self.p1 - self.p0, -1, np.int64)
+        col[p - self.p0] = p + np.repeat(column0 - c_begin, count)
         return col
 
-    def blocks(self):
-        """(kind, block) for every pp and pc block."""
-        gn = self.tree.group_count
-        for kind, (g, _, length) in (("pp", self.pp_seg), ("pc", self.pc_seg)):
-            for block in plan_blocks(gn[g], length):
-                yield kind, block
-
-    def run(self, job):
-        """One block: (target indices, acc (T, 3), pot (T,)) of its real targets."""
-        ws = getattr(self._local, "ws", None)
-        if ws is None:
-            ws = self._local.ws = kernels.Workspace()
-        kind, (seg, width, n_src) = job
-        group, offset, length = self.pp_seg if kind == "pp" else self.pc_seg
-        g, offset, length = group[seg], offset[seg], length[seg]
-        tid, tvalid = pad_index(self.tree.group_begin[g], self.tree.group_count[g], width)
-        if kind == "pp":
-            a, p = self._pp(ws, tid, tvalid, g, offset, length, n_src)
-        else:
-            a, p = self._pc(ws, tid, g, offset, length, n_src)
-        return tid[tvalid], a[tvalid], p[tvalid]
+    def evaluate(self, acc: np.ndarray, pot: np.ndarray) -> None:
+        """Write this part's accelerations and potentials into acc and pot (sorted order)."""
+        ws, parts = self.sh.workspace(), []
+        for kind, seg in (("pp", self.pp_seg), ("pc", self.pc_seg)):
+            g, offset, length = seg
+            for blk, width, n_src in plan_blocks(self.count[g], length):
+                gb, off, ln = g[blk], offset[blk], length[blk]
+                tid, tvalid = pad_index(self.begin[gb], self.count[gb], width)
+                if kind == "pp":
+                    a, p = self._pp(ws, tid, tvalid, gb, off, ln, n_src)
+                else:
+                    a, p = self._pc(ws, tid, gb, off, ln, n_src)
+                parts.append((tid[tvalid] - self.p0, a[tvalid], p[tvalid]))
+        if not parts:
+            return
+        n = self.p1 - self.p0
+        t = np.concatenate([r[0] for r in parts])
+        a = np.concatenate([r[1] for r in parts])
+        pot[self.p0:self.p1] = np.bincount(t, np.concatenate([r[2] for r in parts]), n)
+        for k in range(3):
+            acc[self.p0:self.p1, k] = np.bincount(t, a[:, k], n)
 
     def _pp(self, ws, tid, tvalid, g, offset, length, n_src):
+        sh = self.sh
         sid, svalid = pad_index(self.src_first[g] + offset, length, n_src)
         sid = self.src[sid]
-        t = [x[tid][..., None] for x in self.pos]
-        s = [x[sid][:, None, :] for x in self.pos]
-        sm = np.where(svalid, self.tree.mass[sid], np.float32(0))
-        col = self.self_col[tid] - offset[:, None]
+        t = [x[tid][..., None] for x in sh.pos]
+        s = [x[sid][:, None, :] for x in sh.pos]
+        sm = np.where(svalid, sh.tree.mass[sid], np.float32(0))
+        col = self.self_col[tid - self.p0] - offset[:, None]
         at = np.nonzero(tvalid & (col >= 0) & (col < length[:, None]))
-        return kernels.pp_block(ws, t, s, sm, self.eps2, at + (col[at],))
+        return kernels.pp_block(ws, t, s, sm, sh.eps2, at + (col[at],))
 
     def _pc(self, ws, tid, g, offset, length, n_cell):
+        sh = self.sh
         cid, cvalid = pad_index(self.cell_first[g] + offset, length, n_cell)
-        data = self.cells[:, self.lists.pc_cell[cid]]  # (10, B, n_cell)
+        data = sh.cells[:, self.pc_cell[cid]]  # (10, B, n_cell)
         data[3:] *= cvalid  # padding: massless copies of a real cell
-        centre = self.centre[g]
-        x = [p[tid] - centre[:, k, None] for k, p in enumerate(self.pos)]
-        c = [data[k] - centre[:, k, None] for k in range(3)]
-        q = data[4:] if self.quadrupole else None
-        return kernels.pc_block(ws, x, c, data[3], q, self.eps2)
+        centre = sh.centre[self.g0 + g]
+        x = [p[tid] - centre[:, k, None] for k, p in enumerate(sh.pos)]
+        return kernels.pc_block(ws, x, data, centre, sh.eps2, sh.quadrupole)
 
 
 def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0, quadrupole: bool = True,
                 workers: int | None = None):
     """Accelerations (N, 3) and potentials (N,), float64, in the tree's sorted order, and the
     pp and pc interaction counts. A particle's pair with itself is left out; without
-    softening, so are pairs at zero distance. quadrupole=False keeps monopoles only."""
-    ev = _Evaluation(tree, interaction_lists(tree, theta), eps, quadrupole)
-    jobs = list(ev.blocks())
+    softening, so are pairs at zero distance. quadrupole=False keeps monopoles only.
+    workers: threads (default WORKERS)."""
+    sh = _Shared(tree, theta, eps, quadrupole)
     workers = WORKERS if workers is None else max(1, int(workers))
-    if workers > 1 and len(jobs) > 1:
+    n_groups = len(tree.group_begin)
+    n_parts = min(n_groups, 1 if workers == 1 else PARTS_PER_WORKER * workers)
+    cuts = np.linspace(0, n_groups, n_parts + 1).astype(int)
+    acc, pot = np.zeros((tree.n, 3)), np.zeros(tree.n)
+
+    def run(k):
+        part = _Part(sh, cuts[k], cuts[k + 1])
+        part.evaluate(acc, pot)
+        return part.pp, part.pc
+
+    if n_parts > 1:
         with ThreadPoolExecutor(workers) as pool:
-            results = list(pool.map(ev.run, jobs))
+            counts = list(pool.map(run, range(n_parts)))
     else:
-        results = [ev.run(job) for job in jobs]
-    acc = np.zeros((tree.n, 3))
-    pot = np.zeros(tree.n)
-    if results:
-        t = np.concatenate([r[0] for r in results])
-        a = np.concatenate([r[1] for r in results])
-        pot = G * np.bincount(t, np.concatenate([r[2] for r in results]), minlength=tree.n)
-        for k in range(3):
-            acc[:, k] = G * np.bincount(t, a[:, k], minlength=tree.n)
-    return acc, pot, ev.pp, ev.pc
+        counts = [run(0)]
+    if G != 1:
+        acc *= G
+        pot *= G
+    return acc, pot, sum(c[0] for c in counts), sum(c[1] for c in counts)

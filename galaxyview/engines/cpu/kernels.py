@@ -71,62 +71,84 @@ def pp_block(ws, t, s, sm, eps2, self_at=()):
     return acc, pot
 
 
-def pc_block(ws, x, c, cm, q=None, eps2=np.float32(0)):
-    """Particle-cell, monopole + quadrupole: acc (Gc, ng, 3) and pot (Gc, ng).
+# columns of the per-cell table of pc_block (about the group centre)
+_C, _CC, _ONE, _M, _MC, _TRQ, _Q, _QC, _CQC, _TC, _T = 0, 3, 4, 5, 6, 9, 10, 16, 19, 20, 23
+# columns of the per-target table: x.Q.x and -2 x terms, 1, |x|^2 + eps^2
+_XX, _X2, _T1, _XE = 0, 6, 9, 10
 
-    x: (x, y, z) of the targets about their group centre, each (Gc, ng); c: the same for the
-    cells' centres of mass, each (Gc, ns); cm (Gc, ns): masses; q: the six second moments
-    (xx, yy, zz, xy, xz, yz), each (Gc, ns), or None for monopole only.
+
+def pc_block(ws, x, data, centre, eps2, quadrupole=True):
+    """Particle-cell, monopole + quadrupole: acc (B, ng, 3) and pot (B, ng).
+
+    x: (x, y, z) of the targets about their group centre, each (B, ng); data (10, B, ns): the
+    cells' centres of mass, masses and second moments (xx, yy, zz, xy, xz, yz; zero mass and
+    moments for padding); centre (B, 3): the group centres.
     phi = -M/r - (3 r.Q.r / r^5 - tr Q / r^3) / 2 with r = x - com.
 
     Sums over cells are matrix products: |x - c|^2 = |x|^2 - 2 x.c + |c|^2, r.Q.r = x.Q.x -
     2 x.Qc + c.Q.c and sum_j f_ij (x_i - c_j) = x_i sum_j f_ij - sum_j f_ij c_j. Coordinates
     about the group centre keep the cancellation small: accepted cells lie farther than
-    l/theta from the group's box, so r2 stays positive.
+    l/theta from the group's box (so r2 stays positive).
     """
-    gc, ns = cm.shape
+    _, nb, ns = data.shape
     ng = x[0].shape[1]
-    shape = (gc, ng, ns)
-    one_t = np.ones((gc, ng), np.float32)
-    one_c = np.ones((gc, ns), np.float32)
-    xx = x[0] * x[0] + x[1] * x[1] + x[2] * x[2]
-    cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
-    feat_t = np.stack([*x, xx + eps2, one_t], -1)
-    feat_c = np.stack([-2 * c[0], -2 * c[1], -2 * c[2], one_c, cc], 1)
-    r2 = np.matmul(feat_t, feat_c, out=ws.get(0, shape))
+    shape = (nb, ng, ns)
+    # per-cell table
+    cell = np.empty((nb, ns, 24 if quadrupole else 10), np.float32)
+    c = [data[k] - centre[:, k, None] for k in range(3)]
+    m = data[3]
+    for k in range(3):
+        cell[..., _C + k] = c[k]
+        np.multiply(m, c[k], out=cell[..., _MC + k])
+    cell[..., _CC] = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
+    cell[..., _ONE] = 1
+    cell[..., _M] = m
+    # per-target table
+    tgt = np.empty((nb, ng, 11), np.float32)
+    for k in range(3):
+        np.multiply(x[k], x[k], out=tgt[..., _XX + k])
+        np.multiply(x[k], np.float32(-2), out=tgt[..., _X2 + k])
+    tgt[..., _T1] = 1
+    np.add(tgt[..., _XX] + tgt[..., _XX + 1] + tgt[..., _XX + 2], eps2, out=tgt[..., _XE])
+    if quadrupole:
+        q = data[4:10]
+        trq = np.add(q[0] + q[1], q[2], out=cell[..., _TRQ])
+        cell[..., _Q:_Q + 6] = q.transpose(1, 2, 0)
+        qc = (q[0] * c[0] + q[3] * c[1] + q[4] * c[2],
+              q[3] * c[0] + q[1] * c[1] + q[5] * c[2],
+              q[4] * c[0] + q[5] * c[1] + q[2] * c[2])
+        for k in range(3):
+            cell[..., _QC + k] = qc[k]
+            np.multiply(trq, np.float32(1.5) * c[k], out=cell[..., _TC + k])
+        cell[..., _CQC] = qc[0] * c[0] + qc[1] * c[1] + qc[2] * c[2]
+        np.multiply(trq, np.float32(1.5), out=cell[..., _T])
+        for k, (i, j) in enumerate(((0, 1), (0, 2), (1, 2))):
+            np.multiply(x[i], 2 * x[j], out=tgt[..., 3 + k])
+    rows = cell[..., :_CQC + 1].transpose(0, 2, 1).copy()  # (nb, k, ns) right operands
+    # r2 = [-2x, 1, |x|^2 + eps^2] . [c, |c|^2, 1]
+    r2 = np.matmul(tgt[..., _X2:_XE + 1], rows[:, _C:_ONE + 1], out=ws.get(0, shape))
     inv = _rsqrt(r2, r2)
+    pot = -np.matmul(inv, cell[..., _M:_M + 1])[..., 0]
     inv2 = np.multiply(inv, inv, out=ws.get(1, shape))
     inv3 = np.multiply(inv2, inv, out=ws.get(2, shape))
-    pot = -_matvec(inv, cm)
-    weights = [cm * c[0], cm * c[1], cm * c[2], cm]
-    if q is not None:
-        trq = q[0] + q[1] + q[2]
-        weights.append(trq)
-    s3 = np.matmul(inv3, np.stack(weights, -1))  # sum M c / r^3, sum M / r^3, sum trQ / r^3
+    s3 = np.matmul(inv3, cell[..., _M:_TRQ + quadrupole])  # sum (M, M c, trQ) / r^3
     xs = np.stack(x, -1)
-    acc = s3[..., 0:3] - xs * s3[..., 3:4]
-    if q is None:
+    acc = s3[..., 1:4] - xs * s3[..., 0:1]
+    if not quadrupole:
         return acc, pot
     pot += np.float32(0.5) * s3[..., 4]
     # quadrupole: 3 Q r / r^5 + r (3/2 trQ / r^5 - 15/2 r.Q.r / r^7)
-    qc = (q[0] * c[0] + q[3] * c[1] + q[4] * c[2],
-          q[3] * c[0] + q[1] * c[1] + q[5] * c[2],
-          q[4] * c[0] + q[5] * c[1] + q[2] * c[2])
-    cqc = qc[0] * c[0] + qc[1] * c[1] + qc[2] * c[2]
-    x0, x1, x2 = x
-    feat_t = np.stack([x0 * x0, x1 * x1, x2 * x2, 2 * x0 * x1, 2 * x0 * x2, 2 * x1 * x2,
-                       x0, x1, x2, one_t], -1)
-    feat_c = np.stack([*q, -2 * qc[0], -2 * qc[1], -2 * qc[2], cqc], 1)
-    rqr = np.matmul(feat_t, feat_c, out=ws.get(3, shape))
     inv5 = np.multiply(inv3, inv2, out=inv3)
-    p5 = np.multiply(rqr, inv5, out=rqr)  # r.Q.r / r^5
-    pot -= np.float32(1.5) * _matvec(p5, one_c)
-    s7 = np.matmul(np.multiply(p5, inv2, out=p5), np.stack([*c, one_c], -1))  # r.Q.r / r^7
-    acc -= np.float32(7.5) * (xs * s7[..., 3:4] - s7[..., 0:3])
-    trq = trq * np.float32(1.5)
-    a = np.matmul(inv5, np.stack([*q, *qc, trq * c[0], trq * c[1], trq * c[2], trq], -1))
-    acc += xs * a[..., 12:13] - a[..., 9:12]  # 3/2 trQ r / r^5
-    acc[..., 0] += 3 * (a[..., 0] * x0 + a[..., 3] * x1 + a[..., 4] * x2 - a[..., 6])
-    acc[..., 1] += 3 * (a[..., 3] * x0 + a[..., 1] * x1 + a[..., 5] * x2 - a[..., 7])
-    acc[..., 2] += 3 * (a[..., 4] * x0 + a[..., 5] * x1 + a[..., 2] * x2 - a[..., 8])
+    a = np.matmul(inv5, cell[..., _Q:])  # sum (Q, Qc, c.Q.c, 3/2 trQ c, 3/2 trQ) / r^5
+    # sum_j r.Q.r / r^5 = sum_k tgt_k (sum_j G_jk / r^5), G = (Q, Qc, c.Q.c)
+    pot -= np.float32(1.5) * np.einsum("bik,bik->bi", tgt[..., :_XE], a[..., :_TC - _Q])
+    rqr = np.matmul(tgt[..., :_XE], rows[:, _Q:], out=ws.get(3, shape))
+    rqr *= inv5
+    rqr *= inv2  # r.Q.r / r^7
+    s7 = np.matmul(rqr, cell[..., _C:_ONE + 1])  # sum (c, |c|^2, 1) r.Q.r / r^7
+    acc -= np.float32(7.5) * (xs * s7[..., 4:5] - s7[..., 0:3])
+    acc += xs * a[..., _T - _Q, None] - a[..., _TC - _Q:_T - _Q]
+    acc[..., 0] += 3 * (a[..., 0] * x[0] + a[..., 3] * x[1] + a[..., 4] * x[2] - a[..., 6])
+    acc[..., 1] += 3 * (a[..., 3] * x[0] + a[..., 1] * x[1] + a[..., 5] * x[2] - a[..., 7])
+    acc[..., 2] += 3 * (a[..., 4] * x[0] + a[..., 5] * x[1] + a[..., 2] * x[2] - a[..., 8])
     return acc, pot

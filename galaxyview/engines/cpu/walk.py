@@ -26,29 +26,39 @@ class Lists:
     pc_cell: np.ndarray
 
 
-def interaction_lists(tree: Tree, theta: float) -> Lists:
-    """Walk the tree for every group with the MAC d > l/theta + delta."""
-    box = np.concatenate(group_boxes(tree), axis=1)  # (G, 6): lo, hi
-    ropen = (tree.size / theta + tree.delta).astype(np.float32)
-    cell = np.concatenate([tree.com, (ropen * ropen)[:, None]], axis=1)  # com, ropen^2
-    kids_of = tree.child_count.astype(np.int32)
-    first_kid = tree.child_begin.astype(np.int32)
-    g = np.arange(len(box), dtype=np.int32)
-    c = np.zeros(len(box), np.int32)
-    pp, pc = [], []
-    while len(g):
-        cd, bx = cell.take(c, axis=0), box.take(g, axis=0)
-        dv = np.maximum(bx[:, :3] - cd[:, :3], cd[:, :3] - bx[:, 3:])
-        np.maximum(dv, 0, out=dv)
-        accept = np.einsum("ij,ij->i", dv, dv) > cd[:, 3]
-        kids = np.where(accept, -1, kids_of.take(c))  # -1: accepted, 0: opened leaf
-        pc.append(_select(g, c, kids == -1))
-        pp.append(_select(g, c, kids == 0))
-        g, c = _select(g, c, kids > 0)
-        kids = kids[kids > 0]
-        c = ranges(first_kid.take(c), kids).astype(np.int32)
-        g = np.repeat(g, kids)
-    return Lists(*_by_group(pp), *_by_group(pc))
+def interaction_lists(tree: Tree, theta: float, groups=None) -> Lists:
+    """Walk the tree with the MAC d > l/theta + delta for `groups` (indices; default all)."""
+    return Walker(tree, theta).lists(groups)
+
+
+class Walker:
+    """The per-cell and per-group tables of the walk, shared by walks of several group sets."""
+
+    def __init__(self, tree: Tree, theta: float):
+        self.box = np.concatenate(group_boxes(tree), axis=1)  # (G, 6): lo, hi
+        ropen = (tree.size / theta + tree.delta).astype(np.float32)
+        self.cell = np.concatenate([tree.com, (ropen * ropen)[:, None]], axis=1)  # com, ropen^2
+        self.kids = tree.child_count.astype(np.int32)
+        self.first_kid = tree.child_begin.astype(np.int32)
+
+    def lists(self, groups=None) -> Lists:
+        g = np.arange(len(self.box), dtype=np.int32) if groups is None else \
+            np.asarray(groups, dtype=np.int32)
+        c = np.zeros(len(g), np.int32)
+        pp, pc = [], []
+        while len(g):
+            cd, bx = self.cell.take(c, axis=0), self.box.take(g, axis=0)
+            dv = np.maximum(bx[:, :3] - cd[:, :3], cd[:, :3] - bx[:, 3:])
+            np.maximum(dv, 0, out=dv)
+            accept = np.einsum("ij,ij->i", dv, dv) > cd[:, 3]
+            kids = np.where(accept, -1, self.kids.take(c))  # -1: accepted, 0: opened leaf
+            pc.append(_select(g, c, kids == -1))
+            pp.append(_select(g, c, kids == 0))
+            g, c = _select(g, c, kids > 0)
+            kids = kids[kids > 0]
+            c = ranges(self.first_kid.take(c), kids).astype(np.int32)
+            g = np.repeat(g, kids)
+        return Lists(*_by_group(pp), *_by_group(pc))
 
 
 def _select(g, c, mask):

@@ -12,16 +12,10 @@ import time
 
 import numpy as np
 
+from galaxyview.engines.reference import BONSAI_H200 as BONSAI
+from galaxyview.engines.reference import walk_tflops
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
-
-FLOPS_PP, FLOPS_PC = 23, 65
-# Bonsai on an H200 (Plummer, eps 0.05, dt 1/16): (N, theta) -> walk, build, step ms
-BONSAI = {
-    (2**20, 0.4): (14.35, 1.89, 16.5), (2**20, 0.75): (4.31, 1.93, 6.5),
-    (2**22, 0.4): (61.7, 5.18, 67.5), (2**22, 0.75): (18.0, 5.17, 23.8),
-    (2**24, 0.4): (262.7, 21.1, 286.0), (2**24, 0.75): (78.4, 21.1, 101.6),
-}
 
 
 def measure(eng, state, theta: float, steps: int, warmup: int = 2, targets: int = 1000) -> dict:
@@ -41,14 +35,13 @@ def measure(eng, state, theta: float, steps: int, warmup: int = 2, targets: int 
         rows.append(dict(s.timings_ms, step=s.step_ms, pp=s.pp, pc=s.pc))
     med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
     n = state.n
-    walk_s = med["walk"] / 1e3
     out = dict(n=n, theta=theta, steps=steps, **{f"{k}_ms": med[k] for k in
                                                   ("keys_sort", "build", "multipoles", "walk",
                                                    "integrate", "step")})
     out["tree_ms"] = out["keys_sort_ms"] + out["build_ms"] + out["multipoles_ms"]
     out["pp_per_particle"] = med["pp"] / n
     out["pc_per_particle"] = med["pc"] / n
-    out["walk_tflops"] = (FLOPS_PP * med["pp"] + FLOPS_PC * med["pc"]) / walk_s / 1e12
+    out["walk_tflops"] = walk_tflops(med["pp"] / n, med["pc"] / n, n, med["walk"])
     out["particles_per_s"] = n / (med["step"] / 1e3)
     out["force_err_median"] = float(np.median(err))
     out["force_err_p99"] = float(np.percentile(err, 99))
@@ -62,13 +55,14 @@ def measure(eng, state, theta: float, steps: int, warmup: int = 2, targets: int 
     return out
 
 
-def cpu_error(theta: float, n: int = 50000, eps: float = 0.05) -> dict:
-    """The CPU tree's force error on a Plummer sphere of n (the accuracy yardstick)."""
+def cpu_error(theta: float, eng=None, n: int = 50000, eps: float = 0.05) -> dict:
+    """The CPU tree's force error on a Plummer sphere of n (the accuracy yardstick), and the
+    GPU engine's on the same particles when `eng` is given."""
     from galaxyview.engines.cpu.direct import direct_forces
     from galaxyview.engines.cpu.groups import make_groups
     from galaxyview.engines.cpu.multipoles import compute_multipoles
     from galaxyview.engines.cpu.tree import build_cells, sort_particles
-    from galaxyview.engines.cpu.walk import tree_forces
+    from galaxyview.engines.cpu.forces import tree_forces
     from galaxyview.engines.gpu.inspect import relative_errors
 
     state = plummer_sphere(n, np.random.default_rng(1))
@@ -79,7 +73,14 @@ def cpu_error(theta: float, n: int = 50000, eps: float = 0.05) -> dict:
     sample = np.random.default_rng(0).choice(n, 1000, replace=False)
     ref, _ = direct_forces(tree.pos, tree.mass, eps, targets=sample)
     err = relative_errors(acc[sample], ref)
-    return dict(n=n, theta=theta, median=float(np.median(err)), p99=float(np.percentile(err, 99)))
+    out = dict(n=n, theta=theta, median=float(np.median(err)), p99=float(np.percentile(err, 99)))
+    if eng is not None:
+        eng.set_params(theta=theta, eps=eps)
+        eng.load(state)
+        g_acc, _ = eng.accelerations()
+        g_err = relative_errors(g_acc[tree.order[sample]], ref)
+        out.update(gpu_median=float(np.median(g_err)), gpu_p99=float(np.percentile(g_err, 99)))
+    return out
 
 
 def table(rows) -> str:
@@ -136,13 +137,13 @@ def main(argv=None) -> None:
         for theta in a.theta:
             rows.append(measure(eng, state, theta, a.steps))
             print(json.dumps(rows[-1]), flush=True)
-    cpu = [cpu_error(t) for t in a.theta] if a.cpu_error else []
+    cpu = [cpu_error(t, eng) for t in a.theta] if a.cpu_error else []
     eng.close()
     print(f"# device: {eng.device_name}")
     print(table(rows))
     for c in cpu:
-        print(f"# CPU tree error (N={c['n']}, theta={c['theta']}): median {c['median']:.1e}, "
-              f"p99 {c['p99']:.1e}")
+        print(f"# force error, N={c['n']}, theta={c['theta']}: CPU median {c['median']:.2e} "
+              f"p99 {c['p99']:.2e}; GPU median {c['gpu_median']:.2e} p99 {c['gpu_p99']:.2e}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(device=eng.device_name, rows=rows, cpu_error=cpu), f, indent=1)
