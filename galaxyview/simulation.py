@@ -43,13 +43,14 @@ def open_simulation(source: str, backend: str = "auto", n: int | None = None,
 
     The scene's default particle count depends on the engine, so the backend is resolved first.
     """
-    kind, _ = resolve_backend(backend)
+    kind, why = resolve_backend(backend)
     state, scene = load_initial_state(source, n, kind)
     name = scene.name if scene else Path(source).stem
     base = scene.params if scene else Params()
     units = scene.units if scene else None
     params = base.with_(theta=theta, dt=dt, eps=eps)
-    engine, why = create_engine(kind, params, gravity=gravity)
+    engine, named = create_engine(kind, params, gravity=gravity)
+    why = named if kind == "gpu" else why  # the GPU's name, or why the CPU runs
     try:
         engine.load(state)
     except BaseException:

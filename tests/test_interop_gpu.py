@@ -29,15 +29,6 @@ def gpu_scene():
     engine.close()
 
 
-def _gl_vertices(renderer):
-    from galaxyview.render.interop import read_gl_buffer
-    from galaxyview.render.particles import VERTEX_DTYPE
-
-    src = renderer.source
-    raw = read_gl_buffer(src._gl_handle(), renderer.engine.n * VERTEX_DTYPE.itemsize)
-    return np.frombuffer(raw, VERTEX_DTYPE)
-
-
 def _device_pos4(engine):
     import pycuda.driver as cuda
 
@@ -62,7 +53,7 @@ def test_gl_buffer_holds_the_engine_positions_after_a_step(gpu_scene):
     before = renderer.draw()
     engine.step(1)
     after = renderer.draw()
-    verts = _gl_vertices(renderer)
+    verts = renderer.read_vertices()  # through GL
     pos4, vel4 = _device_pos4(engine)
     assert np.array_equal(verts["a_position"], pos4[:, :3])  # bit for bit, engine order
     assert np.array_equal(verts["a_component"], vel4[:, 3])

@@ -8,6 +8,7 @@ from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.render.offscreen import OffscreenRenderer
+from galaxyview.render.particles import host_vertices
 
 W, H = 200, 150
 
@@ -37,6 +38,8 @@ def test_draws_the_engine_state_and_follows_its_steps(renderer, engine):
     first = renderer.draw()
     assert first.shape == (H, W, 3) and first.dtype == np.uint8
     assert lit(first) > 0.01
+    s = engine.state()
+    assert np.array_equal(renderer.read_vertices(), host_vertices(s.pos, s.vel, s.component))
     engine.step(2)
     assert not np.array_equal(renderer.draw(), first)
     assert set(renderer.timings) == {"upload", "render", "read"}
@@ -106,3 +109,21 @@ def test_bad_sizes_and_drawing_before_attach():
             r.draw()
     finally:
         r.close()
+
+
+def test_vertex_buffer_exists_in_gl_before_the_first_draw(renderer):
+    """The interop path registers the buffer with CUDA before anything is drawn."""
+    from galaxyview.render.headless import made_current
+    from galaxyview.render.interop import read_gl_buffer
+    from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer
+
+    with made_current(renderer._canvas) as canvas:
+        fresh = ParticleRenderer()
+        fresh.reserve(10)
+        v = np.zeros(10, VERTEX_DTYPE)
+        v["a_position"] = np.arange(30).reshape(10, 3)
+        fresh.vbo.set_data(v)
+        handle = fresh.vbo_handle(canvas.context)
+        assert handle > 0
+        back = np.frombuffer(read_gl_buffer(handle, v.nbytes), VERTEX_DTYPE)
+        assert np.array_equal(back, v)

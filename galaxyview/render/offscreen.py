@@ -21,7 +21,8 @@ from galaxyview.render.boxes import engine_boxes
 from galaxyview.render.camera import Camera
 from galaxyview.render.headless import headless_canvas, made_current
 from galaxyview.render.look import Look
-from galaxyview.render.particles import ParticleRenderer
+from galaxyview.render.interop import read_gl_buffer
+from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer
 from galaxyview.render.sources import framing_positions, make_source, speed_scale
 
 MAX_SIZE = 8192
@@ -116,6 +117,13 @@ class OffscreenRenderer:
             rgb = self._target.read(mode="color", alpha=False)
         self.timings["read"] = (time.perf_counter() - t0) * 1e3
         return np.ascontiguousarray(rgb[..., :3])
+
+    def read_vertices(self) -> np.ndarray:
+        """The particle vertex buffer read back through GL (VERTEX_DTYPE): tests, debugging."""
+        r = self._renderer
+        with made_current(self._canvas) as canvas:
+            raw = read_gl_buffer(r.vbo_handle(canvas.context), r.count * VERTEX_DTYPE.itemsize)
+        return np.frombuffer(raw, VERTEX_DTYPE)
 
     def draw(self) -> np.ndarray:
         """Render the engine's current state; (height, width, 3) uint8."""

@@ -82,6 +82,15 @@ class ParticleRenderer:
         self.count = n
         return True
 
+    def vbo_handle(self, gl_context) -> int:
+        """The GL name of the vertex buffer, created in GL now if it is still queued."""
+        gl_context.glir.associate(self.vbo.glir)  # gloo queues a buffer until first drawn
+        gl_context.flush_commands()
+        obj = gl_context.shared.parser.get_object(self.vbo.id)
+        if obj is None:
+            raise RenderError("the particle vertex buffer was not created in GL")
+        return int(obj.handle)
+
     def upload(self, vertices: np.ndarray) -> None:
         """CPU path: copy a VERTEX_DTYPE array into the vertex buffer."""
         if not self.reserve(len(vertices)):

@@ -99,8 +99,7 @@ class DeviceSource:
         return framing_positions(s.pos, s.component)
 
     def _gl_handle(self) -> int:
-        self.gl_context.flush_commands()  # the buffer exists in GL only after the queue runs
-        return self.gl_context.shared.parser.get_object(self.renderer.vbo.id).handle
+        return self.renderer.vbo_handle(self.gl_context)
 
     def refresh(self, vertices=None) -> None:
         from galaxyview.render.interop import GLBufferResource

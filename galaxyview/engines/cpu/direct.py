@@ -1,23 +1,28 @@
 """Direct summation in float64: the reference every tree force is checked against."""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError
 
 CHUNK_PAIRS = 1 << 15  # (target, source) pairs per chunk: its float64 temporaries stay in L2
+WORKERS = min(os.cpu_count() or 1, 8)
 
 
 def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
-                  chunk_pairs: int = CHUNK_PAIRS):
+                  chunk_pairs: int = CHUNK_PAIRS, workers: int | None = None):
     """Accelerations (T, 3) and potentials (T,), float64, of pos[targets] (all particles when
     None) due to all particles, with Plummer softening: phi_i = -G sum_j m_j / sqrt(r^2 + eps^2).
 
     The pair of a particle with itself is left out; without softening, so are pairs at zero
-    distance (their force is undefined), as in the tree code.
+    distance (their force is undefined), as in the tree code. Chunks of targets run on
+    `workers` threads (default WORKERS).
     """
     pos = np.asarray(pos, dtype=np.float64)
-    mass = np.asarray(mass, dtype=np.float64)
+    mass = np.ascontiguousarray(mass, dtype=np.float64)
     n = len(mass)
     if pos.shape != (n, 3):
         raise GalaxyviewError(f"direct_forces: pos has shape {pos.shape}, expected ({n}, 3)")
@@ -26,10 +31,11 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
         raise GalaxyviewError(f"direct_forces: target indices must lie in 0..{n - 1}")
     acc = np.zeros((len(targets), 3))
     pot = np.zeros(len(targets))
-    chunk = max(1, chunk_pairs // max(n, 1))
     src = [np.ascontiguousarray(pos[:, k]) for k in range(3)]
     eps2 = float(eps) ** 2
-    for a in range(0, len(targets), chunk):
+    chunk = max(1, chunk_pairs // max(n, 1))
+
+    def run(a: int) -> None:
         ti = targets[a:a + chunk]
         d = [s[None, :] - s[ti][:, None] for s in src]  # x_j - x_i
         r2 = d[0] * d[0]
@@ -39,12 +45,21 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
         r2[np.arange(len(ti)), ti] = np.inf  # no self pair
         if eps2 == 0:
             r2[r2 == 0] = np.inf
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = 1.0 / np.sqrt(r2)
-            pot[a:a + chunk] = -(inv @ mass)
-            w = np.multiply(inv, inv, out=r2)
-            w *= inv
-            w *= mass
-            for k in range(3):
-                acc[a:a + chunk, k] = np.einsum("ij,ij->i", d[k], w)
+        inv = np.sqrt(r2, out=r2)
+        np.divide(1.0, inv, out=inv)
+        pot[a:a + chunk] = -(inv @ mass)
+        w = inv * inv
+        w *= inv
+        w *= mass
+        for k in range(3):
+            acc[a:a + chunk, k] = np.einsum("ij,ij->i", d[k], w)
+
+    starts = range(0, len(targets), chunk)
+    workers = WORKERS if workers is None else max(1, int(workers))
+    if workers > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(run, starts))
+    else:
+        for a in starts:
+            run(a)
     return G * acc, G * pot

@@ -24,6 +24,7 @@ MAX_SOURCES = 512  # longest list segment in one block
 TARGET_PAD = 8  # segments are batched with others whose group size rounds up alike
 WORKERS = min(os.cpu_count() or 1, 8)
 PARTS_PER_WORKER = 4  # more parts than workers balance the load
+MIN_PART_GROUPS = 32  # smaller parts cost more in overhead than they gain
 
 
 def segments(n_per_group: np.ndarray, max_len: int = MAX_SOURCES):
@@ -168,7 +169,8 @@ def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0, quadrupole
     sh = _Shared(tree, theta, eps, quadrupole)
     workers = WORKERS if workers is None else max(1, int(workers))
     n_groups = len(tree.group_begin)
-    n_parts = min(n_groups, 1 if workers == 1 else PARTS_PER_WORKER * workers)
+    n_parts = max(1, min(n_groups // MIN_PART_GROUPS, PARTS_PER_WORKER * workers))
+    n_parts = 1 if workers == 1 else n_parts
     cuts = np.linspace(0, n_groups, n_parts + 1).astype(int)
     acc, pot = np.zeros((tree.n, 3)), np.zeros(tree.n)
 

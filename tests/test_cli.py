@@ -1,0 +1,133 @@
+"""The headless commands: run, accuracy, bench, scenes, and how bad values are reported."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from galaxyview.cli.main import main
+from galaxyview.model.tipsy import load_snapshot
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_on_every_command():
+    for cmd in ([], ["run"], ["accuracy"], ["bench"], ["scenes"], ["record"], ["view"]):
+        proc = subprocess.run([sys.executable, "-m", "galaxyview", *cmd, "--help"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert "usage: galaxyview" in proc.stdout
+
+
+def test_scenes_lists_every_shipped_scene(capsys):
+    code, out, _ = run_cli(capsys, "scenes")
+    assert code == 0
+    names = [line.split()[0] for line in out.splitlines()]
+    for name in ("plummer", "cold-collapse", "milky-way", "mw-andromeda", "antennae",
+                 "bonsai-merger", "minor-mergers"):
+        assert name in names
+    assert all(len(line.split()) > 2 for line in out.splitlines())  # each has a description
+
+
+def test_run_json_reports_conservation_and_writes_snapshot(capsys, tmp_path):
+    out_file = tmp_path / "end.tipsy"
+    code, out, err = run_cli(capsys, "run", "plummer", "--n", "1024", "--steps", "8",
+                             "--backend", "cpu", "--theta", "0.6", "--dt", "0.01",
+                             "--out", str(out_file), "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["n"] == 1024 and summary["steps"] == 8
+    assert summary["theta"] == 0.6 and summary["dt"] == 0.01
+    assert summary["t_end"] == pytest.approx(0.08)
+    assert 0 < summary["rel_energy_error"] < 1e-3
+    assert summary["momentum_drift"] < 1e-3
+    assert "CPU engine" in err  # says which engine and why
+    state = load_snapshot(out_file)
+    assert state.n == 1024 and state.time == pytest.approx(0.08, rel=1e-6)
+    # the final state is not the initial one
+    code, _, err = run_cli(capsys, "run", str(out_file), "--steps", "1", "--backend", "cpu",
+                           "--out", str(out_file))
+    assert code == 2 and "exists" in err and "--overwrite" in err
+
+
+def test_run_continues_from_a_snapshot(capsys, tmp_path):
+    first = tmp_path / "a.tipsy"
+    assert run_cli(capsys, "run", "plummer", "--n", "512", "--steps", "2", "--backend", "cpu",
+                   "--out", str(first))[0] == 0
+    code, out, err = run_cli(capsys, "run", str(first), "--steps", "2", "--backend", "cpu",
+                             "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["n"] == 512 and summary["t_start"] > 0
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "no-such-scene"], ["unknown scene", "plummer"]),
+    (["run", "plummer", "--theta", "0"], ["theta must be in (0, 1.5]"]),
+    (["run", "plummer", "--theta", "abc"], ["not a number"]),
+    (["run", "plummer", "--dt", "-1"], ["dt must be a positive number"]),
+    (["run", "plummer", "--eps", "-0.1"], ["eps"]),
+    (["run", "plummer", "--n", "0"], ["must be >= 1"]),
+    (["run", "plummer", "--backend", "tpu"], ["invalid choice", "cpu"]),
+    (["run", "missing/file.toml"], ["missing/file.toml"]),
+    (["bench", "--theta", "2"], ["theta must be in"]),
+    (["accuracy", "--plummer", "-5"], ["must be >= 1"]),
+])
+def test_bad_values_exit_nonzero_with_one_line_reason(capsys, argv, words):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse errors
+        code = exc.code
+    _, err = capsys.readouterr()
+    assert code != 0
+    for word in words:
+        assert word in err, err
+    assert "Traceback" not in err
+
+
+def test_run_out_refuses_a_missing_folder_before_work(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "plummer", "--backend", "cpu",
+                           "--out", str(tmp_path / "nope" / "x.tipsy"))
+    assert code == 2 and "does not exist" in err
+
+
+def test_gpu_backend_without_gpu_says_why(capsys, monkeypatch):
+    import galaxyview.engines as engines
+
+    monkeypatch.setattr(engines, "gpu_unavailable_reason", lambda: "no CUDA device found")
+    code, _, err = run_cli(capsys, "run", "plummer", "--backend", "gpu", "--steps", "1")
+    assert code == 2 and "no CUDA device found" in err and "--backend cpu" in err
+    code, out, err = run_cli(capsys, "run", "plummer", "--n", "256", "--steps", "1", "--json")
+    assert code == 0 and "CPU engine (no CUDA device found)" in err
+
+
+def test_accuracy_errors_grow_with_theta(capsys):
+    code, out, err = run_cli(capsys, "accuracy", "--plummer", "2048", "--theta", "0.3", "0.75",
+                             "--backend", "cpu", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [r["theta"] for r in rows] == [0.3, 0.75]
+    assert rows[0]["p50"] < rows[1]["p50"] and rows[0]["p99"] < rows[1]["p99"]
+    assert rows[0]["pp_per_particle"] + rows[0]["pc_per_particle"] > \
+        rows[1]["pp_per_particle"] + rows[1]["pc_per_particle"]
+    assert all(0 < r["p50"] < 1e-2 for r in rows)
+
+
+def test_bench_reports_phases_and_rates(capsys):
+    code, out, err = run_cli(capsys, "bench", "--backend", "cpu", "--n", "2048", "--theta",
+                             "0.75", "--steps", "2", "--warmup", "1", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    (row,) = result["rows"]
+    assert set(row["phases_ms"]) == {"keys_sort", "build", "multipoles", "walk", "integrate"}
+    assert all(v > 0 for v in row["phases_ms"].values())
+    assert row["step_ms"] == pytest.approx(sum(row["phases_ms"].values()))
+    assert row["pp_per_particle"] > 0 and row["pc_per_particle"] > 0
+    assert row["walk_tflops"] > 0
+    assert row["particles_per_s"] == pytest.approx(2048 / (row["step_ms"] / 1e3))
+    assert row["bonsai"] is None  # Bonsai figures exist only for the GPU sizes
