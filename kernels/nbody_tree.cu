@@ -91,45 +91,54 @@ build_level(int l, int n_leaf, int cap, const unsigned long long* __restrict__ k
     }
 }
 
-// ---- groups: runs of sorted particles, at most gmax, inside one parent cell ---------------
-// Every cell with more than gmax particles cuts its children into groups: consecutive small
-// children are merged while the sum stays <= gmax (a level-21 leaf is cut into gmax chunks);
-// a root with <= gmax particles is one group.
-__device__ int cell_groups(int c, int gmax, const int* begin, const int* count, const int* child,
-                           const int* nchild, int* gb, int* gc, bool write)
+// ---- groups: runs of gmax sorted particles, split where they are spatially loose -----------
+// The Morton order is cut into runs of gmax. A range is kept when its smallest enclosing cell
+// (common key prefix of its first and last particle) holds at most `split` particles; otherwise
+// it spans the boundary of two children of a populous cell (a jump of about a child's size),
+// and it is cut at the end of its first particle's child. Greedy from the left of each run.
+
+// If the smallest cell enclosing [a, e) holds more than `split` particles, the first level at
+// which keys[a] and keys[e - 1] differ (1..21); otherwise 0 (also when the keys are equal).
+__device__ int loose_range(const unsigned long long* keys, int n, int a, int e, int split)
 {
-    const int cnt = count[c];
+    const unsigned long long diff = keys[a] ^ keys[e - 1];
+    if (diff == 0) return 0;
+    const int ld = (65 - (63 - __clzll((long long)diff))) / 3;
+    const int s = 63 - 3 * (ld - 1);  // prefix shift of the enclosing cell (level ld - 1)
+    const unsigned long long P = keys[a] >> s;
+    const int w0 = max(0, a - split), w1 = min(n, e + split);
+    if (w0 > 0 && (keys[w0] >> s) == P) return ld;      // reaches below a - split
+    if (w1 < n && (keys[w1 - 1] >> s) == P) return ld;  // reaches beyond e + split
+    int lo = w0, hi = a;                                   // first index with prefix P
+    while (lo < hi) { const int m = (lo + hi) >> 1; if ((keys[m] >> s) < P) lo = m + 1; else hi = m; }
+    int lo2 = e, hi2 = w1;                                 // first index past the cell
+    while (lo2 < hi2) { const int m = (lo2 + hi2) >> 1; if ((keys[m] >> s) <= P) lo2 = m + 1; else hi2 = m; }
+    return lo2 - lo > split ? ld : 0;
+}
+
+__device__ int run_groups(const unsigned long long* keys, int n, int a, int b, int split, int* gb,
+                          int* gc, bool write)
+{
     int ng = 0;
-    if (cnt <= gmax) {
-        if (c == 0) { if (write) { gb[0] = begin[0]; gc[0] = cnt; } ng = 1; }
-        return ng;
-    }
-    const int nk = nchild[c];
-    if (nk == 0) {
-        for (int s = 0; s < cnt; s += gmax, ng++)
-            if (write) { gb[ng] = begin[c] + s; gc[ng] = min(gmax, cnt - s); }
-        return ng;
-    }
-    int run_b = 0, run_c = 0;
-    for (int k = child[c]; k < child[c] + nk; k++) {
-        const int kc = count[k];
-        if (kc > gmax || run_c + kc > gmax) {
-            if (run_c) { if (write) { gb[ng] = run_b; gc[ng] = run_c; } ng++; }
-            run_c = 0;
+    while (a < b) {
+        int e = b, ld;
+        while (e - a > 1 && (ld = loose_range(keys, n, a, e, split)) > 0) {
+            const int s = 63 - 3 * ld;  // cut at the end of keys[a]'s child at level ld
+            const unsigned long long P = keys[a] >> s;
+            int lo = a + 1, hi = e - 1;
+            while (lo < hi) { const int m = (lo + hi) >> 1; if ((keys[m] >> s) <= P) lo = m + 1; else hi = m; }
+            e = lo;
         }
-        if (kc <= gmax) {
-            if (run_c == 0) run_b = begin[k];
-            run_c += kc;
-        }
+        if (write) { gb[ng] = a; gc[ng] = e - a; }
+        ng++;
+        a = e;
     }
-    if (run_c) { if (write) { gb[ng] = run_b; gc[ng] = run_c; } ng++; }
     return ng;
 }
 
 extern "C" __global__ void __launch_bounds__(TREE_THREADS)
-make_groups(int gmax, int gcap, const int* __restrict__ lb, const int* __restrict__ begin,
-            const int* __restrict__ count, const int* __restrict__ child,
-            const int* __restrict__ nchild, int* group_begin, int* group_count,
+make_groups(int n, int gmax, int split, int gcap, const int* __restrict__ lb,
+            const unsigned long long* __restrict__ keys, int* group_begin, int* group_count,
             unsigned long long* status, unsigned long long* desc, unsigned long long* counter,
             unsigned epoch)
 {
@@ -137,23 +146,23 @@ make_groups(int gmax, int gcap, const int* __restrict__ lb, const int* __restric
     __shared__ unsigned s_prefix;
     __shared__ int s_tile;
     if (status[ST_FLAGS] & FLAG_CELLS) return;
-    const int ncells = lb[MAX_LEVEL + 2];
-    if (blockIdx.x == 0 && threadIdx.x == 0) status[ST_CELLS] = (unsigned long long)ncells;
-    const int ntiles = (ncells + TREE_THREADS - 1) / TREE_THREADS;
+    if (blockIdx.x == 0 && threadIdx.x == 0) status[ST_CELLS] = (unsigned long long)lb[MAX_LEVEL + 2];
+    const int nruns = (n + gmax - 1) / gmax;
+    const int ntiles = (nruns + TREE_THREADS - 1) / TREE_THREADS;
     for (int tile = next_tile(counter, &s_tile); tile < ntiles; tile = next_tile(counter, &s_tile)) {
-        const int c = tile * TREE_THREADS + threadIdx.x;
-        int ng = c < ncells ? cell_groups(c, gmax, begin, count, child, nchild, 0, 0, false) : 0;
+        const int r = tile * TREE_THREADS + threadIdx.x;
+        const int a = r * gmax, b = min(n, a + gmax);
+        const int ng = r < nruns ? run_groups(keys, n, a, b, split, 0, 0, false) : 0;
         int total;
-        int excl = block_excl_scan256(ng, scratch, &total);
-        unsigned prefix = lookback_prefix(desc, tile, (unsigned)total, epoch, &s_prefix);
+        const int excl = block_excl_scan256(ng, scratch, &total);
+        const unsigned prefix = lookback_prefix(desc, tile, (unsigned)total, epoch, &s_prefix);
         const int first = (int)prefix + excl;
         if (ng) {
             if (first + ng > gcap) atomicOr(&status[ST_FLAGS], (unsigned long long)FLAG_GROUPS);
-            else cell_groups(c, gmax, begin, count, child, nchild, group_begin + first,
-                             group_count + first, true);
+            else run_groups(keys, n, a, b, split, group_begin + first, group_count + first, true);
         }
         if (tile == ntiles - 1 && threadIdx.x == 0) {
-            int end = (int)prefix + total;
+            const int end = (int)prefix + total;
             status[ST_GROUPS] = (unsigned long long)(end < gcap ? end : gcap);
         }
     }

@@ -15,8 +15,8 @@ struct WarpShared {
     int pp[64];       // particles of opened leaves waiting for evaluation
     int scan[32];     // prefix sums of a segment expansion
     float4 ta[32];    // tile: particle (x, y, z, m) or cell (com, mass)
-    float4 tb[32];    // cell: 3Q xx, yy, zz, xy
-    float4 tc[32];    // cell: 3Q xz, yz, trace / 2
+    float4 tb[32];    // cell: Q' = 3Q - trQ I: xx, yy, zz, xy
+    float4 tc[32];    // cell: Q' xz, yz, -trQ eps^2
 };
 
 // Expand each lane's segment (first, cnt) into consecutive items (lane order) in chunks of at
@@ -69,10 +69,11 @@ __device__ __forceinline__ void eval_pp(const WarpShared& sh, int n, const float
     }
 }
 
-// Monopole + quadrupole, Plummer-softened, with d = com - x, r^2 = |d|^2 + eps^2:
-//   phi = -M/r - 3/2 dQd/r^5 + 1/2 trQ/r^3
-//   a   = d (M/r^3 + 15/2 dQd/r^7 - 3/2 trQ/r^5) - 3 Qd/r^5
-// The tile holds Q3 = 3Q (tb: xx yy zz xy, tc: xz yz) and h = trQ/2 (tc.z). Accepted cells lie
+// Monopole + quadrupole, Plummer-softened, with d = com - x, r^2 = |d|^2 + eps^2 and the
+// traceless Q' = 3Q - trQ I (d.Q'.d = 3 dQd - trQ |d|^2), so that with S = d.Q'.d - trQ eps^2:
+//   phi = -M/r - 1/2 (3 dQd/r^5 - trQ/r^3) = -M/r - S/(2 r^5)
+//   a   = d (M/r^3 + 5/2 S/r^7) - Q'd/r^5
+// The tile holds Q' (tb: xx yy zz xy, tc: xz yz) and -trQ eps^2 (tc.z). Accepted cells lie
 // outside the group's box, so r2 > 0 always.
 template <int NI>
 __device__ __forceinline__ void eval_pc(const WarpShared& sh, int n, const float* x, const float* y,
@@ -87,19 +88,19 @@ __device__ __forceinline__ void eval_pc(const WarpShared& sh, int n, const float
             const float dx = a.x - x[k], dy = a.y - y[k], dz = a.z - z[k];
             const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
             const float rinv = rsqrtf(r2);
+            const float qx = fmaf(b.x, dx, fmaf(b.w, dy, c.x * dz));   // Q'd
+            const float qy = fmaf(b.w, dx, fmaf(b.y, dy, c.y * dz));
+            const float qz = fmaf(c.x, dx, fmaf(c.y, dy, b.z * dz));
+            const float S = fmaf(dx, qx, fmaf(dy, qy, fmaf(dz, qz, c.z)));
             const float rinv2 = rinv * rinv;
             const float rinv3 = rinv * rinv2;
             const float rinv5 = rinv3 * rinv2;
-            const float qx = fmaf(b.x, dx, fmaf(b.w, dy, c.x * dz));   // 3 Qd
-            const float qy = fmaf(b.w, dx, fmaf(b.y, dy, c.y * dz));
-            const float qz = fmaf(c.x, dx, fmaf(c.y, dy, b.z * dz));
-            const float a3 = fmaf(dx, qx, fmaf(dy, qy, dz * qz)) * rinv5;  // 3 dQd / r^5
-            const float h = c.z * rinv3;                                  // trQ / (2 r^3)
-            const float coef = fmaf(rinv2, fmaf(2.5f, a3, -3.0f * h), a.w * rinv3);
+            const float s5 = S * rinv5;
+            const float coef = fmaf(s5, 2.5f * rinv2, a.w * rinv3);
             ax[k] = fmaf(coef, dx, fmaf(-rinv5, qx, ax[k]));
             ay[k] = fmaf(coef, dy, fmaf(-rinv5, qy, ay[k]));
             az[k] = fmaf(coef, dz, fmaf(-rinv5, qz, az[k]));
-            pot[k] = fmaf(-a.w, rinv, fmaf(-0.5f, a3, pot[k] + h));
+            pot[k] = fmaf(-a.w, rinv, fmaf(-0.5f, s5, pot[k]));
         }
     }
 }
@@ -147,10 +148,11 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
     auto flush_pc = [&](int n) {
         if (lane < n) {
             const int c = sh.pc[lane];
-            const float4 mac = A.cell_mac[c], q1 = A.cell_q1[c];
+            const float4 mac = A.cell_mac[c], q0 = A.cell_q0[c], q1 = A.cell_q1[c];
+            const float tr = 2.f * q1.z;  // cells store 3Q and trQ / 2
             sh.ta[lane] = make_float4(mac.x, mac.y, mac.z, q1.w);
-            sh.tb[lane] = A.cell_q0[c];
-            sh.tc[lane] = q1;
+            sh.tb[lane] = make_float4(q0.x - tr, q0.y - tr, q0.z - tr, q0.w);
+            sh.tc[lane] = make_float4(q1.x, q1.y, -tr * A.eps2, 0.f);
         }
         __syncwarp();
         eval_pc<NI>(sh, n, x, y, z, A.eps2, ax, ay, az, pot);

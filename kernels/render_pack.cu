@@ -2,17 +2,23 @@
 // In: the engine's pos4 (x, y, z, mass) and vel4 (vx, vy, vz, component code as float).
 // Out: 5 floats per particle, galaxyview.render.particles.VERTEX_DTYPE:
 //   x, y, z, component, speed.
+// Vertex j is particle (j * stride) mod n. The engine keeps particles in Morton-key order, so
+// neighbours in the buffer land on the same pixels; blending such runs back to back stalls on
+// each pixel's read-modify-write. A stride coprime with n (a large prime) scatters them;
+// stride = 1 keeps the engine's order.
 
 extern "C" __global__ void pack_vertices(const float4 *__restrict__ pos4,
                                          const float4 *__restrict__ vel4,
-                                         float *__restrict__ out, int n)
+                                         float *__restrict__ out, int n,
+                                         unsigned long long stride)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n)
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
         return;
+    size_t i = (size_t)((j * stride) % (unsigned long long)n);
     float4 p = pos4[i];
     float4 v = vel4[i];
-    float *o = out + 5 * (size_t)i;
+    float *o = out + 5 * (size_t)j;
     o[0] = p.x;
     o[1] = p.y;
     o[2] = p.z;

@@ -234,3 +234,12 @@ def test_coincident_particles_without_softening_stay_finite():
     acc_ref, pot_ref = direct_forces(t.pos, t.mass, 0.0)
     assert np.isfinite(acc).all() and np.isfinite(pot).all()
     assert np.median(relative_force_errors(acc, acc_ref)) < 1e-2
+
+
+def test_threads_and_parts_do_not_change_the_result(sphere16k):
+    t = sphere16k[0]
+    one = tree_forces(t, 0.5, 0.05, workers=1)
+    three = tree_forces(t, 0.5, 0.05, workers=3)
+    assert one[2:] == three[2:]  # the same interaction counts
+    assert np.allclose(one[0], three[0], rtol=1e-5, atol=1e-6 * np.abs(one[0]).max())
+    assert np.allclose(one[1], three[1], rtol=1e-6)

@@ -1,4 +1,5 @@
-"""The GPU tree equals the CPU oracle's: keys, order, cells, multipoles, groups."""
+"""The GPU tree equals the CPU oracle's (keys, order, cells, multipoles); the GPU's groups follow
+their own rule (runs of the sorted order, split where loose), checked against a host replica."""
 import numpy as np
 import pytest
 
@@ -64,9 +65,45 @@ def check_tree(eng, state):
     assert (np.abs(g["quad"] - c.quad).max(axis=1) <= 1e-5 * q_scale).all()
     ropen = (c.size / eng.params.theta + c.delta).astype(np.float32)
     np.testing.assert_allclose(g["r_open2"], ropen * ropen, rtol=1e-6)
+    check_groups(g, eng)
+
+
+def reference_groups(keys, gmax, split):
+    """Host replica of make_groups: runs of gmax sorted particles; a range whose smallest
+    enclosing cell holds more than `split` particles is cut at the end of its first particle's
+    child one level down, greedily from the left."""
+    keys = np.asarray(keys, np.uint64)
+    n, begin = len(keys), []
+    for a in range(0, n, gmax):
+        b = min(n, a + gmax)
+        while a < b:
+            e = b
+            while e - a > 1 and (diff := int(keys[a]) ^ int(keys[e - 1])):
+                ld = (65 - (diff.bit_length() - 1)) // 3  # first level where they differ
+                s = 63 - 3 * (ld - 1)
+                prefix = int(keys[a]) >> s
+                lo, hi = np.searchsorted(keys, np.uint64([prefix << s, (prefix + 1) << s]))
+                if hi - lo <= split:
+                    break
+                s -= 3  # cut where keys[a]'s child at level ld ends
+                e = int(np.searchsorted(keys, np.uint64(((int(keys[a]) >> s) + 1) << s)))
+            begin.append(a)
+            a = e
+    begin = np.array(begin, np.int64)
+    return begin, np.diff(np.r_[begin, n])
+
+
+def check_groups(g, eng):
     order = np.argsort(g["group_begin"])
-    np.testing.assert_array_equal(g["group_begin"][order], c.group_begin)
-    np.testing.assert_array_equal(g["group_count"][order], c.group_count)
+    begin, count = g["group_begin"][order], g["group_count"][order]
+    n, gmax = len(g["keys"]), eng.buf.gmax
+    # contiguous, every particle once, at most gmax, never across a run of gmax
+    assert begin[0] == 0 and (begin[1:] == begin[:-1] + count[:-1]).all() and count.sum() == n
+    assert (count >= 1).all() and (count <= gmax).all()
+    assert (begin // gmax == (begin + count - 1) // gmax).all()
+    ref_begin, ref_count = reference_groups(g["keys"], gmax, eng.group_split)
+    np.testing.assert_array_equal(begin, ref_begin)
+    np.testing.assert_array_equal(count, ref_count)
 
 
 @pytest.mark.parametrize("n", [1, 2, 17, 1000, 4097, 65537])
@@ -76,6 +113,25 @@ def test_tree_matches_cpu_plummer(engine, n):
 
 def test_tree_matches_cpu_clumpy(engine):
     check_tree(engine, clumpy(5003, np.random.default_rng(3)))
+
+
+def test_groups_fuller_than_cpu_and_compact(engine):
+    """Fuller groups than the CPU engine's, and no group spans a populous cell's children."""
+    from galaxyview.engines.gpu.inspect import download_tree
+
+    state = plummer_sphere(65537, np.random.default_rng(9))
+    engine.load(state)
+    g, c = download_tree(engine), cpu_tree(state)
+    assert g["group_count"].mean() >= 1.2 * c.group_count.mean()
+    keys = g["keys"].astype(np.uint64)
+    first, last = keys[g["group_begin"]], keys[g["group_begin"] + g["group_count"] - 1]
+    for k0, k1 in zip(first, last):
+        diff = int(k0) ^ int(k1)
+        if diff:
+            s = 63 - 3 * ((65 - (diff.bit_length() - 1)) // 3 - 1)  # enclosing cell's prefix
+            p = int(k0) >> s
+            lo, hi = np.searchsorted(keys, np.uint64([p << s, (p + 1) << s]))
+            assert hi - lo <= engine.group_split
 
 
 def test_tree_matches_cpu_galaxy(engine):

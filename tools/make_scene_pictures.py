@@ -3,7 +3,7 @@
 Each scene is built, evolved with an engine to a later time and drawn as a 2 x 2 panel
 (rows: start and later time; columns: face-on x-y and edge-on x-z) of projected surface
 density, log-scaled, coloured by component (disk blue-white, bulge orange, halo faint violet,
-satellites green, star clusters white; black holes as red dots). Written to docs/scenes/.
+satellites pale green, star clusters white; black holes as red dots). Written to docs/scenes/.
 
   python tools/make_scene_pictures.py --backend gpu               # every scene, GPU N
   python tools/make_scene_pictures.py milky-way --backend cpu --n 20000
@@ -29,14 +29,14 @@ PANEL = 480
 TINT = {Component.DISK: (0.55, 0.75, 1.0), Component.BULGE: (1.0, 0.75, 0.4),
         Component.HALO: (0.35, 0.25, 0.5), Component.SATELLITE: (0.5, 1.0, 0.6),
         Component.STAR: (1.0, 1.0, 1.0)}
-HALO_DIM = 0.03  # dark halos: a faint glow under the stars
+DIM = {Component.HALO: 0.03, Component.SATELLITE: 0.25}  # dark matter: a fainter glow
 
 
 def later_time(scene, state) -> float:
-    """Default 'later' time in N-body units: past the first passage for encounters, two disk
-    rotations for a galaxy, a few dynamical times otherwise."""
+    """Default 'later' time in N-body units: well past the first passage for encounters, two
+    disk rotations for a galaxy, 1 Gyr for the swarm, a few dynamical times otherwise."""
     if scene.model == "encounter":
-        return 1.6 * max(state.meta["t_pericentre"])
+        return 2.2 * max(state.meta["t_pericentre"])
     if scene.model == "disk_galaxy":
         return 2.0 * _period(scene)
     if scene.model == "swarm":
@@ -75,7 +75,7 @@ def render(state, axes: tuple[int, int], half: float, centre) -> np.ndarray:
         p = state.pos[sel].astype(float) - centre
         h, _, _ = np.histogram2d(p[:, b], p[:, a], bins=(edges, edges),
                                  weights=state.mass[sel].astype(float))
-        img += h[::-1, :, None] * np.array(tint) * (HALO_DIM if comp == Component.HALO else 1.0)
+        img += h[::-1, :, None] * np.array(tint) * DIM.get(comp, 1.0)
     return img
 
 

@@ -16,7 +16,7 @@ from galaxyview.engines import create_engine
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 from galaxyview.render.offscreen import OffscreenRenderer
-from galaxyview.render.sources import HostSource
+from galaxyview.render.sources import SHUFFLE_STRIDE, HostSource
 
 
 def _median_ms(fn, frames: int) -> float:
@@ -26,6 +26,29 @@ def _median_ms(fn, frames: int) -> float:
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+SWEEP = [  # (vertex order stride, light buffer scale, point size)
+    (1, 1.0, 3.0), (SHUFFLE_STRIDE, 1.0, 3.0), (SHUFFLE_STRIDE, 1.0, 2.0),
+    (SHUFFLE_STRIDE, 0.5, 3.0)]
+
+
+def sweep(renderer: OffscreenRenderer, engine, frames: int) -> list:
+    """Draw time against vertex order, light buffer resolution and sprite size."""
+    renderer.attach(engine)
+    rows = []
+    for stride, scale, size in SWEEP:
+        renderer.source.stride = stride
+        renderer._renderer.light_scale = scale
+        renderer.look.point_size = size
+        renderer.render_frame()
+        ms = _median_ms(renderer.render_frame, frames)
+        rows.append({"n": engine.n, "order": "engine" if stride == 1 else "shuffled",
+                     "light_scale": scale, "point_size": size, "ms": round(ms, 3)})
+        print(json.dumps(rows[-1]), flush=True)
+    renderer._renderer.light_scale = 1.0
+    renderer.look.point_size = 3.0
+    return rows
 
 
 def render_only(renderer: OffscreenRenderer, engine, n: int, frames: int) -> dict:
@@ -69,6 +92,8 @@ def main(argv=None) -> int:
     ap.add_argument("--render-n", type=int, nargs="*", default=[1_000_000, 4_000_000])
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--sweep", action="store_true",
+                    help="also time vertex order, light buffer scale and sprite size")
     ap.add_argument("--png", help="save a frame of the scene here")
     ap.add_argument("--png-steps", type=int, default=0,
                     help="steps to run (in batches, untimed) before the --png frame")
@@ -81,6 +106,8 @@ def main(argv=None) -> int:
         engine, _ = create_engine("gpu", Params(theta=args.theta))
         engine.load(plummer_sphere(n, np.random.default_rng(1)))
         out["render_only"].append(render_only(renderer, engine, n, args.frames))
+        if args.sweep:
+            out.setdefault("sweep", []).extend(sweep(renderer, engine, args.frames // 2))
         renderer.detach()
         engine.close()
         print(json.dumps(out["render_only"][-1]), flush=True)

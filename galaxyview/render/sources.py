@@ -12,6 +12,7 @@ from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_ver
 from galaxyview.resources import kernels_dir
 
 BLOCK = 256
+SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
 
 
 def is_gpu_engine(engine) -> bool:
@@ -75,13 +76,15 @@ class DeviceSource:
 
     path = "CUDA-GL interop"
 
-    def __init__(self, engine, renderer: ParticleRenderer, gl_context):
+    def __init__(self, engine, renderer: ParticleRenderer, gl_context,
+                 stride: int = SHUFFLE_STRIDE):
         import pycuda.driver as cuda  # GPU machines only
         from pycuda.compiler import SourceModule
 
         from galaxyview.engines.gpu.probe import find_nvcc
 
         self.engine, self.renderer, self.gl_context = engine, renderer, gl_context
+        self.stride = stride  # vertex j is particle (j * stride) mod n; 1: the engine's order
         self.resource = None
         source = (kernels_dir() / "render_pack.cu").read_text()
         with pushed(engine.context):
@@ -121,7 +124,7 @@ class DeviceSource:
                     raise RenderError(f"GL vertex buffer holds {size} bytes, {n} particles "
                                       f"need {n * VERTEX_DTYPE.itemsize}")
                 self._pack(np.uintp(_ptr(arrays["pos4"])), np.uintp(_ptr(arrays["vel4"])),
-                           np.uintp(ptr), np.int32(n),
+                           np.uintp(ptr), np.int32(n), np.uint64(self.stride),
                            block=(BLOCK, 1, 1), grid=(math.ceil(n / BLOCK), 1))
             finally:
                 self.resource.unmap()

@@ -143,8 +143,7 @@ class _Part:
         sh = self.sh
         sid, svalid = pad_index(self.src_first[g] + offset, length, n_src)
         sid = self.src[sid]
-        t = [x[tid][..., None] for x in sh.pos]
-        s = [x[sid][:, None, :] for x in sh.pos]
+        t, s = sh.tree.pos[tid], sh.tree.pos[sid]
         sm = np.where(svalid, sh.tree.mass[sid], np.float32(0))
         col = self.self_col[tid - self.p0] - offset[:, None]
         at = np.nonzero(tvalid & (col >= 0) & (col < length[:, None]))
@@ -169,8 +168,8 @@ def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0, quadrupole
     sh = _Shared(tree, theta, eps, quadrupole)
     workers = WORKERS if workers is None else max(1, int(workers))
     n_groups = len(tree.group_begin)
-    n_parts = max(1, min(n_groups // MIN_PART_GROUPS, PARTS_PER_WORKER * workers))
-    n_parts = 1 if workers == 1 else n_parts
+    n_parts = 1 if workers == 1 else \
+        max(1, min(n_groups // MIN_PART_GROUPS, PARTS_PER_WORKER * workers))
     cuts = np.linspace(0, n_groups, n_parts + 1).astype(int)
     acc, pot = np.zeros((tree.n, 3)), np.zeros(tree.n)
 

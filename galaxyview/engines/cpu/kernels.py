@@ -1,8 +1,8 @@
-"""Interaction kernels on padded blocks: many groups at once, float32, results per target.
+"""Interaction kernels on padded blocks, float32: many groups at once, results per target.
 
-A block holds Gc groups, each with up to `ng` targets (its particles) and up to `ns` sources
-(its particle or cell list); padded sources have zero mass. Arrays are (Gc, ng, ns) and come
-from a Workspace, so no temporaries are allocated per block. Plummer softening: r2 = |r|^2 +
+A block holds B list segments, each with up to `ng` targets (its group's particles) and up to
+`ns` sources (particles or cells); padded sources have zero mass. The big (B, ng, ns) arrays
+come from a Workspace, so they are not allocated per block. Plummer softening: r2 = |r|^2 +
 eps^2 in every term.
 """
 from __future__ import annotations
@@ -26,48 +26,49 @@ class Workspace:
         return buf[:size].reshape(shape)
 
 
-def _diffs_r2(ws, shape, tx, ty, tz, sx, sy, sz, eps2):
-    """dx, dy, dz = s - t (broadcast to shape) and r2 = |d|^2 + eps2."""
-    d = [np.subtract(s, t, out=ws.get(k, shape)) for k, (s, t) in
-         enumerate(((sx, tx), (sy, ty), (sz, tz)))]
-    r2 = np.multiply(d[0], d[0], out=ws.get(3, shape))
-    tmp = ws.get(4, shape)
-    for dk in d[1:]:
-        r2 += np.multiply(dk, dk, out=tmp)
-    r2 += eps2
-    return d, r2
-
-
 def _rsqrt(r2, out):
     np.sqrt(r2, out=out)
     return np.divide(np.float32(1.0), out, out=out)
 
 
 def _matvec(a, v):
-    """(Gc, ng, ns) @ (Gc, ns) -> (Gc, ng)."""
+    """(B, ng, ns) @ (B, ns) -> (B, ng)."""
     return np.matmul(a, v[:, :, None])[:, :, 0]
 
 
 def pp_block(ws, t, s, sm, eps2, self_at=()):
-    """Particle-particle: acc (Gc, ng, 3) and pot (Gc, ng) of targets t = (tx, ty, tz), each
-    (Gc, ng, 1), due to sources s = (sx, sy, sz), each (Gc, 1, ns), of masses sm (Gc, ns).
+    """Particle-particle: acc (B, ng, 3) and pot (B, ng) of targets t (B, ng, 3) due to
+    sources s (B, ns, 3) of masses sm (B, ns).
 
-    Differences are taken directly (close pairs keep their precision). self_at: index arrays
-    (group, target, source) of the pairs of a particle with itself, left out. Without
-    softening, pairs at zero distance are left out too (their force is undefined).
+    The differences s - t come from matrix products [1, -t] . [s, 1]: each is a single
+    rounded subtraction, as exact as s - t itself (and faster than broadcasting). self_at: index arrays (segment, target,
+    source) of the pairs of a particle with itself, left out. Without softening, pairs at
+    zero distance are left out too (their force is undefined).
     """
-    shape = (sm.shape[0], t[0].shape[1], sm.shape[1])
-    d, r2 = _diffs_r2(ws, shape, *t, *s, eps2)
+    nb, ng, ns = sm.shape[0], t.shape[1], sm.shape[1]
+    shape = (nb, ng, ns)
+    left = np.ones((nb, ng, 2), np.float32)
+    right = np.ones((nb, 2, ns), np.float32)
+    d = []
+    for k in range(3):  # x_j - x_i = [1, -x_i] . [x_j, 1]
+        np.negative(t[..., k], out=left[..., 1])
+        right[:, 0] = s[..., k]
+        d.append(np.matmul(left, right, out=ws.get(3 + k, shape)))
+    r2 = np.square(d[0], out=ws.get(1, shape))
+    tmp = ws.get(2, shape)
+    r2 += np.square(d[1], out=tmp)
+    r2 += np.square(d[2], out=tmp)
+    r2 += eps2
     if len(self_at):
         r2[self_at] = np.inf
     if eps2 == 0:
         np.copyto(r2, np.float32(np.inf), where=r2 == 0)
-    inv = _rsqrt(r2, ws.get(4, shape))
+    inv = _rsqrt(r2, tmp)
     pot = -_matvec(inv, sm)
     w = np.multiply(inv, inv, out=r2)  # m / r^3
     w *= inv
     w *= sm[:, None, :]
-    acc = np.stack([np.einsum("gij,gij->gi", dk, w) for dk in d], -1)
+    acc = np.stack([np.einsum("bij,bij->bi", dk, w) for dk in d], -1)
     return acc, pot
 
 

@@ -6,7 +6,7 @@ breadth first (level 0, then all of level 1 in key order, ...), so children are 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,7 +51,6 @@ class Tree:
     group_begin: np.ndarray = None
     group_count: np.ndarray = None
     n_crit: int = 0
-    extra: dict = field(default_factory=dict)
 
     @property
     def n(self) -> int:

@@ -8,6 +8,7 @@ one CUDA event and reads 8 status words back (interaction counts, overflow flags
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 
@@ -20,7 +21,21 @@ from galaxyview.model.state import ParticleState
 ST_PP, ST_PC, ST_FLAGS, ST_CELLS, ST_GROUPS, ST_TILE0 = 0, 1, 2, 3, 4, 8
 FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, FLAG_NONFINITE = 1, 2, 4, 8
 GROUP_MAX = 64  # the walk holds at most two particles per lane
+# A run of GROUP_MAX sorted particles is cut where its smallest enclosing cell holds more than
+# this many particles (kernels/nbody_tree.cu make_groups); GALAXYVIEW_GROUP_SPLIT tunes it.
+GROUP_SPLIT = 512
 MAX_N = 2**30
+
+
+def group_split(gmax: int) -> int:
+    """The group splitting threshold (GROUP_SPLIT, or GALAXYVIEW_GROUP_SPLIT), >= gmax."""
+    raw = os.environ.get("GALAXYVIEW_GROUP_SPLIT", "")
+    try:
+        value = int(raw) if raw else GROUP_SPLIT
+    except ValueError:
+        raise EngineError(f"GALAXYVIEW_GROUP_SPLIT={raw!r} is not an integer; unset it or give "
+                          "a particle count such as 512") from None
+    return max(gmax, value)
 
 
 class GPUEngine(Engine):
@@ -51,6 +66,7 @@ class GPUEngine(Engine):
             self._n_sm = self._dev.get_attribute(attr.MULTIPROCESSOR_COUNT)
             gmax = min(self.params.n_crit, GROUP_MAX)
             self.buf = Buffers(cuda, self._device_name, gmax)
+            self.group_split = group_split(gmax)
             self._walk_blocks = self._blocks_per_sm("walk", 256)
             self._events = [cuda.Event() for _ in range(8)]
             self._host_status = cuda.pagelocked_zeros(8, np.uint64)

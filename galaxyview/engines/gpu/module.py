@@ -23,7 +23,7 @@ SIGNATURES = {
     "reorder": "PiPPPPPP",
     "tree_init": "iPPPPP",
     "build_level": "iiiPPPPPPPPPPPI",
-    "make_groups": "iiPPPPPPPPPPI",
+    "make_groups": "iiiiPPPPPPPI",
     "multipoles_level": "idPPPPPPPPPPPPPP",
     "walk": "PPPPPPPPPPff",
     "direct_forces": "PiffP",

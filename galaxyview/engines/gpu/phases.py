@@ -2,7 +2,8 @@
 
 keys_sort: bounding cube, keys, 8 radix passes of 8 bits (histogram, scan, stable scatter),
 reorder of pos4/vel4/id into the idle particle set, which becomes current.
-build: root, one launch per level (split + link with a look-back scan), groups.
+build: root, one launch per level (split + link with a look-back scan), groups (runs of the
+sorted order, split where loose).
 multipoles: one launch per level, deepest first (float64, stored as float32 for the walk).
 walk: the persistent group-wise tree walk.
 """
@@ -69,9 +70,8 @@ def run_force(eng, ev) -> None:
         k.launch("build_level", persistent, T256, lev, eng.params.n_leaf, b.cell_cap, keys,
                  *cells, p("status"), p("desc"), counter, epoch)
     counter, epoch = eng.next_slot()
-    k.launch("make_groups", persistent, T256, b.gmax, b.group_cap, p("lb"), p("begin"),
-             p("count"), p("child"), p("nchild"), p("group_begin"), p("group_count"),
-             p("status"), p("desc"), counter, epoch)
+    k.launch("make_groups", persistent, T256, n, b.gmax, eng.group_split, b.group_cap, p("lb"),
+             keys, p("group_begin"), p("group_count"), p("status"), p("desc"), counter, epoch)
     if ev:
         ev[3].record()
     # -- multipoles

@@ -17,6 +17,7 @@ import numpy as np
 from galaxyview.errors import ParameterError
 from galaxyview.model.ics import register
 from galaxyview.model.ics.jeans import Equilibrium
+from galaxyview.model.ics.plummer import _isotropic
 from galaxyview.model.ics.profiles import ExponentialDisk, Spherical
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import UnitSystem
@@ -191,13 +192,6 @@ def _mirrored(pos: np.ndarray, vel: np.ndarray, n: int):
 
 def _spheres(config: GalaxyConfig):
     return [(k, s) for k, s in (("bulge", config.bulge), ("halo", config.halo)) if s is not None]
-
-
-def _isotropic(r, rng):
-    cos_t = rng.uniform(-1.0, 1.0, r.size)
-    phi = rng.uniform(0.0, 2.0 * np.pi, r.size)
-    sin_t = np.sqrt(1.0 - cos_t * cos_t)
-    return r[:, None] * np.stack([sin_t * np.cos(phi), sin_t * np.sin(phi), cos_t], axis=1)
 
 
 def build(config: GalaxyConfig, n: int, rng: np.random.Generator) -> ParticleState:

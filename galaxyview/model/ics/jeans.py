@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from galaxyview.model.ics.plummer import _isotropic
 from galaxyview.model.ics.profiles import ExponentialDisk, Spherical
 
 _N_RADII = 2048
@@ -99,7 +100,7 @@ class Equilibrium:
         at 0.95 of the local escape speed, widened so that <v^2> = 3 sigma^2 still holds."""
         sigma = np.interp(r, self.r, self.sigma_sph[index])
         v_max = 0.95 * np.sqrt(-2.0 * np.interp(r, self.r, self.phi))
-        return _isotropic_vectors(_truncated_maxwell_speeds(sigma, v_max, rng), rng)
+        return _isotropic(_truncated_maxwell_speeds(sigma, v_max, rng), rng)
 
 
 # Maxwellian speeds in units of its sigma, t = v / sigma: C(t) = int_0^t x^2 exp(-x^2/2) dx and
@@ -121,13 +122,6 @@ def _truncated_maxwell_speeds(sigma, v_max, rng):
     scale = np.where(wide, sigma, v_max / t_max)
     target = rng.uniform(0.0, 1.0, sigma.size) * np.interp(t_max, _T, _CDF)
     return scale * np.interp(target, _CDF_ALL, _T_ALL)
-
-
-def _isotropic_vectors(length, rng):
-    cos_t = rng.uniform(-1.0, 1.0, length.size)
-    phi = rng.uniform(0.0, 2.0 * np.pi, length.size)
-    sin_t = np.sqrt(1.0 - cos_t * cos_t)
-    return length[:, None] * np.stack([sin_t * np.cos(phi), sin_t * np.sin(phi), cos_t], axis=1)
 
 
 def _cumulative_from_top(f, x, axis=0):
