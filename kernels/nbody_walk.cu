@@ -1,14 +1,23 @@
 // walk phase: one warp per group (<= 64 particles, two per lane when > 32), persistent warps
 // taking groups from a counter. The warp tests 32 cells at a time from its cell stack against
 // Bonsai's MAC (d > l/theta + delta, d from the group's box to the centre of mass); accepted
-// cells and the particles of opened leaves are compacted with ballots and prefix sums into
-// shared-memory lists, and every full list of 32 is evaluated at once from a shared tile.
+// cells and the particles of opened (or accepted tiny) leaves are compacted with ballots and
+// prefix sums into shared-memory lists; every full list of 32 is evaluated from a shared tile.
 #define WALK_THREADS 256
 #define WALK_WARPS (WALK_THREADS / 32)
 #define STACK_CAP 8192
 #ifndef WALK_MIN_BLOCKS
-#define WALK_MIN_BLOCKS 1  // blocks per SM the register budget aims at (tuning)
+#define WALK_MIN_BLOCKS 3  // blocks per SM: <= 80 registers, no spills (2 blocks: 8% slower)
 #endif
+
+// MUFU.RSQ alone: rsqrtf also rescales denormal arguments (3 more instructions a pair).
+// Denormal r2 count as 0 (GUARD below drops them).
+__device__ __forceinline__ float rsqrt_ftz(float x)
+{
+    float y;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 
 struct WarpShared {
     int pc[64];       // accepted cells waiting for evaluation
@@ -44,7 +53,8 @@ __device__ __forceinline__ int expand(int first, int cnt, int lane, int* s_scan,
     return total;
 }
 
-// GUARD: eps == 0, so a particle's pair with itself has r2 = 0 and must give nothing.
+// GUARD: eps == 0, so a particle's pair with itself has r2 = 0 and must give nothing (as must
+// a pair closer than 1e-19, whose r2 the ftz rsqrt flushes to 0).
 template <int NI, bool GUARD>
 __device__ __forceinline__ void eval_pp(const WarpShared& sh, int n, const float* x, const float* y,
                                         const float* z, float eps2, float* ax, float* ay,
@@ -57,8 +67,8 @@ __device__ __forceinline__ void eval_pp(const WarpShared& sh, int n, const float
         for (int k = 0; k < NI; k++) {
             const float dx = q.x - x[k], dy = q.y - y[k], dz = q.z - z[k];
             const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
-            float rinv = rsqrtf(r2);
-            if (GUARD) rinv = r2 > 0.f ? rinv : 0.f;
+            float rinv = rsqrt_ftz(r2);
+            if (GUARD) rinv = r2 >= 1.17549435e-38f ? rinv : 0.f;  // FLT_MIN
             const float mr = q.w * rinv;
             const float mr3 = mr * rinv * rinv;
             ax[k] = fmaf(mr3, dx, ax[k]);
@@ -87,7 +97,7 @@ __device__ __forceinline__ void eval_pc(const WarpShared& sh, int n, const float
         for (int k = 0; k < NI; k++) {
             const float dx = a.x - x[k], dy = a.y - y[k], dz = a.z - z[k];
             const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
-            const float rinv = rsqrtf(r2);
+            const float rinv = rsqrt_ftz(r2);
             const float qx = fmaf(b.x, dx, fmaf(b.w, dy, c.x * dz));   // Q'd
             const float qy = fmaf(b.w, dx, fmaf(b.y, dy, c.y * dz));
             const float qz = fmaf(c.x, dx, fmaf(c.y, dy, b.z * dz));
@@ -114,6 +124,7 @@ struct WalkArgs {
     float4* acc;
     unsigned long long* status;
     float eps2, G;
+    int pp_leaf;  // accepted leaves of at most this many particles give p-p pairs
 };
 
 template <int NI, bool GUARD>
@@ -191,12 +202,14 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
             const float dx = fmaxf(fmaxf(mn[0] - mac.x, mac.x - mx[0]), 0.f);
             const float dy = fmaxf(fmaxf(mn[1] - mac.y, mac.y - mx[1]), 0.f);
             const float dz = fmaxf(fmaxf(mn[2] - mac.z, mac.z - mx[2]), 0.f);
-            accept = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)),
-                               __fmul_rn(dz, dz)) > mac.w;
-            if (!accept) {
-                if (link.y < 0) { leaf_first = link.x; leaf_n = -link.y; }
-                else { kid_first = link.x; kids = link.y; }
-            }
+            const bool far = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)),
+                                       __fmul_rn(dz, dz)) > mac.w;
+            // an opened leaf, or an accepted one of <= pp_leaf particles (exact pairs cost
+            // less than its multipole), gives p-p pairs
+            if (link.y < 0 && (!far || -link.y <= A.pp_leaf)) {
+                leaf_first = link.x; leaf_n = -link.y;
+            } else if (far) accept = true;
+            else { kid_first = link.x; kids = link.y; }
         }
         // accepted cells -> p-c list
         const unsigned ball = __ballot_sync(FULL_MASK, accept);
@@ -248,7 +261,7 @@ walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
      const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
      const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
      const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
-     unsigned long long* status, float eps2, float G)
+     unsigned long long* status, float eps2, float G, int pp_leaf)
 {
     __shared__ WarpShared shared[WALK_WARPS];
     if (status[ST_FLAGS] & (FLAG_CELLS | FLAG_GROUPS)) return;  // the host rebuilds and walks again
@@ -256,7 +269,7 @@ walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
     WarpShared& sh = shared[warp];
     int* stack = stacks + (size_t)(blockIdx.x * WALK_WARPS + warp) * STACK_CAP;
     const int ngroups = (int)status[ST_GROUPS];
-    WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G};
+    WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf};
     unsigned long long n_pp = 0, n_pc = 0;
     while (true) {
         int g = 0;

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from galaxyview.engines.cpu.direct import direct_forces
-from galaxyview.errors import GalaxyviewError
+from galaxyview.errors import GalaxyviewError, ParameterError
 
 
 def naive(pos, mass, eps, G=1.0):
@@ -75,3 +75,8 @@ def test_bad_input_is_named():
         direct_forces(np.zeros((4, 2)), np.ones(4), 0.1)
     with pytest.raises(GalaxyviewError, match="target"):
         direct_forces(np.zeros((4, 3)), np.ones(4), 0.1, targets=[4])
+
+
+def test_negative_softening_is_refused():
+    with pytest.raises(ParameterError, match="eps"):
+        direct_forces(np.zeros((2, 3)), np.ones(2), -0.1)

@@ -122,7 +122,7 @@ def test_groups_fuller_than_cpu_and_compact(engine):
     state = plummer_sphere(65537, np.random.default_rng(9))
     engine.load(state)
     g, c = download_tree(engine), cpu_tree(state)
-    assert g["group_count"].mean() >= 1.2 * c.group_count.mean()
+    assert g["group_count"].mean() >= 1.2 * c.group_count.mean()  # 59 and 44
     keys = g["keys"].astype(np.uint64)
     first, last = keys[g["group_begin"]], keys[g["group_begin"] + g["group_count"] - 1]
     for k0, k1 in zip(first, last):

@@ -94,3 +94,20 @@ def test_no_device_to_host_copy_per_frame(gpu_scene, monkeypatch):
         copies.clear()
         renderer.render_frame()  # interop + draw, no read-back of the image
         assert copies == []
+
+
+def test_cuda_splat_draws_what_gl_sprites_draw(gpu_scene):
+    engine, renderer = gpu_scene
+    source, pr = renderer.source, renderer._renderer
+    assert source.splatter is not None, source.splat_error
+    for mode in ("component", "speed"):
+        renderer.look.colour_mode = mode
+        splat = renderer.draw().astype(int)
+        pr.light_source = None  # the GL sprite path
+        try:
+            sprites = renderer.draw().astype(int)
+        finally:
+            pr.light_source = source
+        diff = np.abs(splat - sprites)
+        assert (splat.max(axis=-1) > 40).mean() > 0.01
+        assert diff.mean() < 1.0 and np.percentile(diff, 99.9) <= 12, (mode, diff.max())

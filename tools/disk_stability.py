@@ -1,9 +1,10 @@
 """Evolve an isolated disk galaxy and check that its disk stays a disk.
 
 Prints, over time, the disk's half-mass radius, its vertical scale height (from the median |z|
-of the disk particles between 1 and 3 scale lengths, as z0 of a sech^2 profile) and the m = 2
+of the disk particles between 1 and 3 scale lengths, as z0 of a sech^2 profile), the m = 2
 Fourier amplitude A2 = |sum m exp(2i phi)| / sum m of the disk inside 2 scale lengths (the bar
-region) and of the whole disk, and ends with the figures the issue asks for:
+region) and of the whole disk, and the tilt of the disk's spin (degrees), all measured about
+the disk's centre in the plane normal to its spin; it ends with the figures the issue asks for:
   half-mass radius change < 10% and scale-height growth < 30% after 4 rotation periods at the
   disk's half-mass radius; no bar (A2 of the inner disk < 0.2) over the first 2 rotations.
 
@@ -30,17 +31,18 @@ MEDIAN_ABS_SECH2 = math.atanh(0.5)  # median |z| / z0 of a sech^2(z / z0) profil
 
 
 def disk_figures(state, h: float) -> dict:
-    """Half-mass radius, scale height and m = 2 amplitudes of the disk about its centre."""
+    """Half-mass radius, scale height and m = 2 amplitudes of the disk, measured about its
+    centre in the plane normal to its spin (so that a tilt of the whole disk does not count)."""
     disk = state.component == Component.DISK
-    pos = state.pos[disk].astype(float)
+    pos, vel = state.pos[disk].astype(float), state.vel[disk].astype(float)
     mass = state.mass[disk].astype(float)
-    stars = (state.component == Component.DISK) | (state.component == Component.BULGE)
-    centre = state.mass[stars].astype(float) @ state.pos[stars].astype(float) / state.mass[
-        stars].sum()
+    centre, bulk = mass @ pos / mass.sum(), mass @ vel / mass.sum()
     for _ in range(5):  # recentre on the inner disk
         inner = np.linalg.norm(pos - centre, axis=1) < 3.0 * h
-        centre = mass[inner] @ pos[inner] / mass[inner].sum()
-    x, y, z = (pos - centre).T
+        centre, bulk = (mass[inner] @ pos[inner] / mass[inner].sum(),
+                        mass[inner] @ vel[inner] / mass[inner].sum())
+    spin = (mass[inner, None] * np.cross(pos[inner] - centre, vel[inner] - bulk)).sum(axis=0)
+    x, y, z = ((pos - centre) @ _frame(spin / np.linalg.norm(spin)).T).T
     R = np.hypot(x, y)
     phi = np.arctan2(y, x)
     band = (R > h) & (R < 3.0 * h)
@@ -51,7 +53,16 @@ def disk_figures(state, h: float) -> dict:
         "z0": float(np.median(np.abs(z[band])) / MEDIAN_ABS_SECH2),
         "a2_inner": float(abs(wave[inner].sum()) / mass[inner].sum()),
         "a2_disk": float(abs(wave.sum()) / mass.sum()),
+        "tilt_deg": float(np.degrees(np.arccos(np.clip(spin[2] / np.linalg.norm(spin), -1, 1)))),
     }
+
+
+def _frame(n: np.ndarray) -> np.ndarray:
+    """Rows: two unit vectors in the plane normal to n, then n."""
+    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = np.cross(n, a)
+    e1 /= np.linalg.norm(e1)
+    return np.array([e1, np.cross(n, e1), n])
 
 
 def rotation_period(config: GalaxyConfig) -> tuple[float, float]:
@@ -102,7 +113,7 @@ def run(args) -> int:
     first = disk_figures(state, h)
     rows = []
     print(f"{'t/T':>5} {'Myr':>6} {'r_half':>7} {'d%':>6} {'z0':>6} {'d%':>6} "
-          f"{'A2 in':>6} {'A2 all':>6} {'dE/E':>9} {'s/step':>6}")
+          f"{'A2 in':>6} {'A2 all':>6} {'tilt':>5} {'dE/E':>9} {'s/step':>6}")
     start = time.perf_counter()
     for k in range(outputs + 1):
         if k:
@@ -115,7 +126,8 @@ def run(args) -> int:
         per_step = (time.perf_counter() - start) / max(1, k * steps_per_output)
         print(f"{f['rotations']:5.2f} {f['t'] * unit_myr:6.0f} {f['r_half']:7.3f} "
               f"{100 * f['d_r_half']:6.1f} {f['z0']:6.3f} {100 * f['d_z0']:6.1f} "
-              f"{f['a2_inner']:6.3f} {f['a2_disk']:6.3f} {f['d_energy']:9.2e} {per_step:6.2f}",
+              f"{f['a2_inner']:6.3f} {f['a2_disk']:6.3f} {f['tilt_deg']:5.1f} "
+              f"{f['d_energy']:9.2e} {per_step:6.2f}",
               flush=True)
     last = rows[-1]
     a2_max = max(r["a2_inner"] for r in rows if r["rotations"] <= 2.0 + 1e-9)

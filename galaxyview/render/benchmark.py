@@ -28,27 +28,72 @@ def _median_ms(fn, frames: int) -> float:
     return statistics.median(times)
 
 
-SWEEP = [  # (vertex order stride, light buffer scale, point size)
-    (1, 1.0, 3.0), (SHUFFLE_STRIDE, 1.0, 3.0), (SHUFFLE_STRIDE, 1.0, 2.0),
-    (SHUFFLE_STRIDE, 0.5, 3.0)]
+SWEEP = [  # (light by CUDA splat or GL sprites, vertex order stride, sprite size)
+    ("splat", SHUFFLE_STRIDE, 3.0), ("splat", 1, 3.0), ("splat", SHUFFLE_STRIDE, 6.0),
+    ("sprites", SHUFFLE_STRIDE, 3.0), ("sprites", 1, 3.0)]
 
 
 def sweep(renderer: OffscreenRenderer, engine, frames: int) -> list:
-    """Draw time against vertex order, light buffer resolution and sprite size."""
+    """Render + interop time against the light path, vertex order and sprite size."""
     renderer.attach(engine)
-    rows = []
-    for stride, scale, size in SWEEP:
+    pr, rows = renderer._renderer, []
+    for path, stride, size in SWEEP:
         renderer.source.stride = stride
-        renderer._renderer.light_scale = scale
+        pr.light_source = renderer.source if path == "splat" else None
         renderer.look.point_size = size
         renderer.render_frame()
         ms = _median_ms(renderer.render_frame, frames)
-        rows.append({"n": engine.n, "order": "engine" if stride == 1 else "shuffled",
-                     "light_scale": scale, "point_size": size, "ms": round(ms, 3)})
+        rows.append({"n": engine.n, "light": path, "order": "engine" if stride == 1 else
+                     "shuffled", "point_size": size, "ms": round(ms, 3)})
         print(json.dumps(rows[-1]), flush=True)
-    renderer._renderer.light_scale = 1.0
-    renderer.look.point_size = 3.0
+    pr.light_source, renderer.look.point_size = renderer.source, 3.0
+    renderer.source.stride = SHUFFLE_STRIDE
     return rows
+
+
+def breakdown(renderer: OffscreenRenderer, engine, frames: int) -> dict:
+    """Where a frame's time goes: the pack kernel (synchronised), drawing alone, and drawing
+    with fewer fragments, a different spread on screen, or no particles at all."""
+    import pycuda.driver as cuda
+    from vispy.gloo import gl
+
+    from galaxyview.render.headless import made_current
+    from galaxyview.render.sources import pushed
+
+    renderer.attach(engine)
+    renderer.render_frame()
+    src, canvas, pr = renderer.source, renderer._canvas, renderer._renderer
+
+    def pack():
+        with made_current(canvas):
+            src.refresh()
+            with pushed(engine.context):
+                cuda.Context.synchronize()
+
+    def draw():
+        with made_current(canvas):
+            with renderer._target:
+                pr.draw(renderer.camera, renderer.size)
+            canvas.context.flush_commands()
+            gl.glFinish()
+
+    out = {"n": engine.n, "pack_sync_ms": _median_ms(pack, frames),
+           "draw_only_ms": _median_ms(draw, frames)}
+    cam, look = renderer.camera, renderer.look
+    saved = (cam.centre.copy(), cam.distance)
+    look.point_size = 1.0
+    out["draw_point_size_1_ms"] = _median_ms(draw, frames)
+    look.point_size = 3.0
+    for name, factor in (("zoom_in_4x", 4.0), ("zoom_out_4x", 0.25)):
+        cam.zoom(factor)
+        out[f"draw_{name}_ms"] = _median_ms(draw, frames)
+        cam.centre, cam.distance = saved
+    count, pr.count = pr.count, 0
+    out["draw_no_particles_ms"] = _median_ms(draw, frames)
+    pr.count = count
+    out = {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
+    print(json.dumps(out), flush=True)
+    return out
 
 
 def render_only(renderer: OffscreenRenderer, engine, n: int, frames: int) -> dict:
@@ -60,7 +105,8 @@ def render_only(renderer: OffscreenRenderer, engine, n: int, frames: int) -> dic
     host = HostSource(engine, renderer._renderer)
     upload_ms = _median_ms(host.refresh, max(3, frames // 5))
     renderer.attach(engine)  # back to the interop path
-    return {"n": n, "render_interop_ms": round(ms, 3),
+    return {"n": n, "light": "splat" if renderer.source.splatter else "sprites",
+            "splat_error": renderer.source.splat_error, "render_interop_ms": round(ms, 3),
             "interop_ms": round(parts["upload"], 3), "draw_ms": round(parts["render"], 3),
             "host_copy_upload_ms": round(upload_ms, 3), "path": renderer.path}
 
@@ -87,11 +133,14 @@ def whole_frames(renderer: OffscreenRenderer, engine, frames: int) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scene", default="antennae")
-    ap.add_argument("--n", type=int, default=1_000_000, help="particles for whole frames")
+    ap.add_argument("--n", type=int, default=1_048_576,
+                    help="particles for whole frames (0: skip them)")
     ap.add_argument("--theta", type=float, default=0.75)
     ap.add_argument("--render-n", type=int, nargs="*", default=[1_000_000, 4_000_000])
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time the pack kernel and drawing variants separately")
     ap.add_argument("--sweep", action="store_true",
                     help="also time vertex order, light buffer scale and sprite size")
     ap.add_argument("--png", help="save a frame of the scene here")
@@ -106,12 +155,14 @@ def main(argv=None) -> int:
         engine, _ = create_engine("gpu", Params(theta=args.theta))
         engine.load(plummer_sphere(n, np.random.default_rng(1)))
         out["render_only"].append(render_only(renderer, engine, n, args.frames))
+        if args.breakdown:
+            out.setdefault("breakdown", []).append(breakdown(renderer, engine, args.frames // 2))
         if args.sweep:
             out.setdefault("sweep", []).extend(sweep(renderer, engine, args.frames // 2))
         renderer.detach()
         engine.close()
         print(json.dumps(out["render_only"][-1]), flush=True)
-    if args.scene:
+    if args.scene and args.n:
         from galaxyview.simulation import open_simulation
 
         sim = open_simulation(args.scene, "gpu", args.n, theta=args.theta)

@@ -72,30 +72,32 @@ def _ptr(x) -> int:
 
 class DeviceSource:
     """GPU path: the GL vertex buffer is registered with CUDA once; each refresh maps it, runs
-    kernels/render_pack.cu on the engine's pos4/vel4 and unmaps it: no host round trip."""
+    kernels/render_pack.cu on the engine's pos4/vel4 and unmaps it: no host round trip. Drawing
+    then splats the light from that buffer with CUDA (render/splat.py), on a stream of its own,
+    so it neither touches the engine's arrays nor waits for the engine's kernels."""
 
     path = "CUDA-GL interop"
 
     def __init__(self, engine, renderer: ParticleRenderer, gl_context,
                  stride: int = SHUFFLE_STRIDE):
         import pycuda.driver as cuda  # GPU machines only
-        from pycuda.compiler import SourceModule
-
-        from galaxyview.engines.gpu.probe import find_nvcc
 
         self.engine, self.renderer, self.gl_context = engine, renderer, gl_context
         self.stride = stride  # vertex j is particle (j * stride) mod n; 1: the engine's order
         self.resource = None
-        source = (kernels_dir() / "render_pack.cu").read_text()
+        self.splatter, self.splat_error = None, None
         with pushed(engine.context):
-            major, minor = cuda.Context.get_device().compute_capability()
+            self.stream = cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
+            self._pack = _compile("render_pack.cu").get_function("pack_vertices")
             try:
-                module = SourceModule(source, nvcc=find_nvcc() or "nvcc", no_extern_c=True,
-                                      arch=f"sm_{major}{minor}", options=["-O3"])
-            except (cuda.CompileError, OSError) as exc:
-                raise RenderError(f"kernels/render_pack.cu did not compile ({exc}); check the "
-                                  "CUDA toolkit, or use --backend cpu") from None
-            self._pack = module.get_function("pack_vertices")
+                from galaxyview.render.splat import CudaSplatter
+
+                self.splatter = CudaSplatter(gl_context, _compile("render_splat.cu"),
+                                             self.stream)
+            except RenderError as exc:  # draw with GL sprites instead
+                self.splat_error = str(exc)
+        if self.splatter is not None:
+            renderer.light_source = self
 
     def positions(self) -> np.ndarray:
         s = self.engine.state()  # a host copy, only when the camera is fitted
@@ -105,6 +107,7 @@ class DeviceSource:
         return self.renderer.vbo_handle(self.gl_context)
 
     def refresh(self, vertices=None) -> None:
+        """The engine's current particles into the vertex buffer (the engine must be idle)."""
         from galaxyview.render.interop import GLBufferResource
 
         with pushed(self.engine.context):
@@ -114,26 +117,55 @@ class DeviceSource:
                 self.resource.unregister()  # before GL deletes the old buffer
                 self.resource = None
             self.renderer.reserve(n)
-            if self.resource is None:
-                self.resource = GLBufferResource(self._gl_handle())
+            if self.resource is None:  # read back by the splat kernel: no WRITE_DISCARD
+                self.resource = GLBufferResource(self._gl_handle(), flags=0)
             if n == 0:
                 return
-            ptr, size = self.resource.map()
+            h = self.stream.handle
+            ptr, size = self.resource.map(h)
             try:
                 if size < n * VERTEX_DTYPE.itemsize:
                     raise RenderError(f"GL vertex buffer holds {size} bytes, {n} particles "
                                       f"need {n * VERTEX_DTYPE.itemsize}")
                 self._pack(np.uintp(_ptr(arrays["pos4"])), np.uintp(_ptr(arrays["vel4"])),
                            np.uintp(ptr), np.int32(n), np.uint64(self.stride),
-                           block=(BLOCK, 1, 1), grid=(math.ceil(n / BLOCK), 1))
+                           block=(BLOCK, 1, 1), grid=(math.ceil(n / BLOCK), 1),
+                           stream=self.stream)
             finally:
-                self.resource.unmap()
+                self.resource.unmap(h)
+            self.stream.synchronize()  # done reading pos4 before the engine's next step
+
+    def light(self, camera, look, size, auto_speed_max: float):
+        """The light texture for this view, splatted from the vertex buffer."""
+        with pushed(self.engine.context):
+            return self.splatter.render_light(self.resource, self.renderer.count, camera,
+                                              look, size, auto_speed_max)
 
     def close(self) -> None:
-        if self.resource is not None:
-            with pushed(self.engine.context):
+        if self.renderer.light_source is self:
+            self.renderer.light_source = None
+        with pushed(self.engine.context):
+            if self.splatter is not None:
+                self.splatter.release()
+            if self.resource is not None:
                 self.resource.unregister()
-            self.resource = None
+                self.resource = None
+
+
+def _compile(name: str):
+    """A kernels/ file compiled for the current device (pycuda caches the binary)."""
+    import pycuda.driver as cuda
+    from pycuda.compiler import SourceModule
+
+    from galaxyview.engines.gpu.probe import find_nvcc
+
+    major, minor = cuda.Context.get_device().compute_capability()
+    try:
+        return SourceModule((kernels_dir() / name).read_text(), nvcc=find_nvcc() or "nvcc",
+                            no_extern_c=True, arch=f"sm_{major}{minor}", options=["-O3"])
+    except (cuda.CompileError, OSError) as exc:
+        raise RenderError(f"kernels/{name} did not compile ({exc}); check the CUDA toolkit, "
+                          "or use --backend cpu") from None
 
 
 def make_source(engine, renderer: ParticleRenderer, gl_context):

@@ -1,15 +1,15 @@
 """Direct summation in float64: the reference every tree force is checked against."""
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from galaxyview.engines.cpu import threads
 from galaxyview.errors import GalaxyviewError
+from galaxyview.model.params import check_eps
 
 CHUNK_PAIRS = 1 << 15  # (target, source) pairs per chunk: its float64 temporaries stay in L2
-WORKERS = min(os.cpu_count() or 1, 8)
 
 
 def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
@@ -19,7 +19,7 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
 
     The pair of a particle with itself is left out; without softening, so are pairs at zero
     distance (their force is undefined), as in the tree code. Chunks of targets run on
-    `workers` threads (default WORKERS).
+    `workers` threads (default threads.WORKERS).
     """
     pos = np.asarray(pos, dtype=np.float64)
     mass = np.ascontiguousarray(mass, dtype=np.float64)
@@ -32,7 +32,7 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
     acc = np.zeros((len(targets), 3))
     pot = np.zeros(len(targets))
     src = [np.ascontiguousarray(pos[:, k]) for k in range(3)]
-    eps2 = float(eps) ** 2
+    eps2 = check_eps(eps) ** 2
     chunk = max(1, chunk_pairs // max(n, 1))
 
     def run(a: int) -> None:
@@ -55,7 +55,7 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
             acc[a:a + chunk, k] = np.einsum("ij,ij->i", d[k], w)
 
     starts = range(0, len(targets), chunk)
-    workers = WORKERS if workers is None else max(1, int(workers))
+    workers = threads.WORKERS if workers is None else max(1, int(workers))
     if workers > 1 and len(starts) > 1:
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(run, starts))

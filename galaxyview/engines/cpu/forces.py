@@ -8,21 +8,20 @@ BLOCK_ELEMENTS interactions. Block results are summed per particle in float64 (n
 """
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from galaxyview.engines.cpu import kernels
+from galaxyview.engines.cpu import kernels, threads
 from galaxyview.engines.cpu.groups import group_boxes
 from galaxyview.engines.cpu.tree import Tree, ranges
 from galaxyview.engines.cpu.walk import Walker
+from galaxyview.model.params import check_eps, check_theta
 
 BLOCK_ELEMENTS = 1 << 18  # padded interactions per block (measured best on a 1 MB L2)
-MAX_SOURCES = 512  # longest list segment in one block
+MAX_SOURCES = 256  # longest list segment in one block (keeps BLAS calls single-threaded)
 TARGET_PAD = 8  # segments are batched with others whose group size rounds up alike
-WORKERS = min(os.cpu_count() or 1, 8)
 PARTS_PER_WORKER = 4  # more parts than workers balance the load
 MIN_PART_GROUPS = 32  # smaller parts cost more in overhead than they gain
 
@@ -119,7 +118,7 @@ class _Part:
 
     def evaluate(self, acc: np.ndarray, pot: np.ndarray) -> None:
         """Write this part's accelerations and potentials into acc and pot (sorted order)."""
-        ws, parts = self.sh.workspace(), []
+        ws, results = self.sh.workspace(), []
         for kind, seg in (("pp", self.pp_seg), ("pc", self.pc_seg)):
             g, offset, length = seg
             for blk, width, n_src in plan_blocks(self.count[g], length):
@@ -129,13 +128,13 @@ class _Part:
                     a, p = self._pp(ws, tid, tvalid, gb, off, ln, n_src)
                 else:
                     a, p = self._pc(ws, tid, gb, off, ln, n_src)
-                parts.append((tid[tvalid] - self.p0, a[tvalid], p[tvalid]))
-        if not parts:
+                results.append((tid[tvalid] - self.p0, a[tvalid], p[tvalid]))
+        if not results:
             return
         n = self.p1 - self.p0
-        t = np.concatenate([r[0] for r in parts])
-        a = np.concatenate([r[1] for r in parts])
-        pot[self.p0:self.p1] = np.bincount(t, np.concatenate([r[2] for r in parts]), n)
+        t = np.concatenate([r[0] for r in results])
+        a = np.concatenate([r[1] for r in results])
+        pot[self.p0:self.p1] = np.bincount(t, np.concatenate([r[2] for r in results]), n)
         for k in range(3):
             acc[self.p0:self.p1, k] = np.bincount(t, a[:, k], n)
 
@@ -164,9 +163,9 @@ def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0, quadrupole
     """Accelerations (N, 3) and potentials (N,), float64, in the tree's sorted order, and the
     pp and pc interaction counts. A particle's pair with itself is left out; without
     softening, so are pairs at zero distance. quadrupole=False keeps monopoles only.
-    workers: threads (default WORKERS)."""
-    sh = _Shared(tree, theta, eps, quadrupole)
-    workers = WORKERS if workers is None else max(1, int(workers))
+    workers: threads (default threads.WORKERS)."""
+    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole)
+    workers = threads.WORKERS if workers is None else max(1, int(workers))
     n_groups = len(tree.group_begin)
     n_parts = 1 if workers == 1 else \
         max(1, min(n_groups // MIN_PART_GROUPS, PARTS_PER_WORKER * workers))

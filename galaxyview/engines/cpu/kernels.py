@@ -41,9 +41,10 @@ def pp_block(ws, t, s, sm, eps2, self_at=()):
     sources s (B, ns, 3) of masses sm (B, ns).
 
     The differences s - t come from matrix products [1, -t] . [s, 1]: each is a single
-    rounded subtraction, as exact as s - t itself (and faster than broadcasting). self_at: index arrays (segment, target,
-    source) of the pairs of a particle with itself, left out. Without softening, pairs at
-    zero distance are left out too (their force is undefined).
+    rounded subtraction, as exact as s - t itself (and faster than broadcasting).
+    self_at: index arrays (segment, target, source) of the pairs of a particle with itself,
+    left out. Without softening, pairs at zero distance are left out too (their force is
+    undefined).
     """
     nb, ng, ns = sm.shape[0], t.shape[1], sm.shape[1]
     shape = (nb, ng, ns)

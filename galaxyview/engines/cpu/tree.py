@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from galaxyview.engines.cpu import keys as mkeys
+from galaxyview.errors import EngineError
 
 
 @dataclass
@@ -87,6 +88,11 @@ def ranges(begin: np.ndarray, count: np.ndarray) -> np.ndarray:
 def sort_particles(pos: np.ndarray, mass: np.ndarray) -> dict:
     """The keys_sort phase: bounding cube, keys and the particles in key order."""
     pos = np.ascontiguousarray(pos, dtype=np.float32)
+    if pos.ndim != 2 or pos.shape[1] != 3 or len(pos) == 0 or len(mass) != len(pos):
+        raise EngineError(f"a tree needs positions (N, 3) with N >= 1 and N masses; got "
+                          f"{pos.shape} and {np.shape(mass)}")
+    if not np.isfinite(pos).all():
+        raise EngineError("positions hold NaN or infinite values; no tree can be built")
     lo, size, scale, keys, order = mkeys.sort_by_key(pos)
     return dict(keys=keys, order=order, pos=pos[order],
                 mass=np.ascontiguousarray(mass, dtype=np.float32)[order],

@@ -23,7 +23,10 @@ FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, FLAG_NONFINITE = 1, 2, 4, 8
 GROUP_MAX = 64  # the walk holds at most two particles per lane
 # A run of GROUP_MAX sorted particles is cut where its smallest enclosing cell holds more than
 # this many particles (kernels/nbody_tree.cu make_groups); GALAXYVIEW_GROUP_SPLIT tunes it.
-GROUP_SPLIT = 512
+GROUP_SPLIT = 4096
+# An accepted leaf of at most this many particles is evaluated as p-p pairs (cheaper than one
+# quadrupole interaction, and exact).
+PP_LEAF_MAX = 2
 MAX_N = 2**30
 
 
@@ -67,6 +70,7 @@ class GPUEngine(Engine):
             gmax = min(self.params.n_crit, GROUP_MAX)
             self.buf = Buffers(cuda, self._device_name, gmax)
             self.group_split = group_split(gmax)
+            self.pp_leaf = PP_LEAF_MAX
             self._walk_blocks = self._blocks_per_sm("walk", 256)
             self._events = [cuda.Event() for _ in range(8)]
             self._host_status = cuda.pagelocked_zeros(8, np.uint64)

@@ -25,7 +25,7 @@ SIGNATURES = {
     "build_level": "iiiPPPPPPPPPPPI",
     "make_groups": "iiiiPPPPPPPI",
     "multipoles_level": "idPPPPPPPPPPPPPP",
-    "walk": "PPPPPPPPPPff",
+    "walk": "PPPPPPPPPPffi",
     "direct_forces": "PiffP",
     "direct_sample_f64": "PiPddP",
     "kick_drift": "PPPiff",

@@ -85,6 +85,6 @@ def run_force(eng, ev) -> None:
     # -- walk
     k.launch("walk", (b.walk_grid, 1, 1), T256, npos, p("cell_mac"), p("cell_q0"), p("cell_q1"),
              p("cell_link"), p("group_begin"), p("group_count"), p("acc"), p("stacks"),
-             p("status"), eps2, G)
+             p("status"), eps2, G, eng.pp_leaf)
     if ev:
         ev[5].record()

@@ -1,4 +1,4 @@
-"""Encounters: two or more disk galaxies on Keplerian orbits, each disk oriented on its own.
+"""Encounters: two or more disk galaxies on Kepler orbits, each disk oriented on its own.
 
 Scene keys (lengths in kpc, angles in degrees; docs/galaxy-models.md has examples):
   [model]  type = "encounter", pericentre, separation (initial), eccentricity (1 = parabolic),
