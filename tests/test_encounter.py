@@ -235,12 +235,13 @@ def test_shipped_encounters_report_times_to_pericentre():
     assert len(state.meta["t_pericentre"]) == 1 and state.meta["t_pericentre"][0] > 0
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["mw-andromeda", "antennae", "bonsai-merger"])
 def test_shipped_encounters_reach_the_requested_pericentre(name):
     """Direct summation of the scene at 1500 particles: the centres of mass of the two
-    galaxies' stars (disk, bulge, black hole) follow the orbit model to the first pericentre,
-    which lands within 10% of the requested distance, on time."""
+    galaxies' stars (disk, bulge, black hole) follow the orbit model to the first pericentre
+    and pass at the requested distance, on time. At 262k particles (GPU) they pass 3-8% short
+    (docs/galaxy-models.md); at this N single runs scatter by about 8% more, hence 15% here.
+    Started as point masses on the Kepler orbit they would pass 30-70% wide."""
     scene = load_scene(name)
     state = scene.build(1500)
     config = scene.config
@@ -260,7 +261,7 @@ def test_shipped_encounters_reach_the_requested_pericentre(name):
         seps.append(np.linalg.norm(c[1] - c[0]))
     times, seps = np.array(times), np.array(seps)
     q = config.members[1].orbit.pericentre
-    assert seps.min() == pytest.approx(q, rel=0.10)
+    assert seps.min() == pytest.approx(q, rel=0.15)
     assert times[np.argmin(seps)] == pytest.approx(t_peri, rel=0.05)
     before = times < 0.9 * t_peri
     assert seps[before] == pytest.approx(relative.separation_at(times[before]), rel=0.10)

@@ -215,7 +215,8 @@ def test_too_few_particles_is_a_clear_error():
     ({"halo": {"mass": 1.0, "scale": 10.0, "truncation": 5.0}}, "larger than the scale"),
     ({"halo": {"profile": "isothermal", "mass": 1.0, "scale": 10.0}}, "'hernquist', 'nfw'"),
     ({"bulge": {"mass": 1.0}}, r"model\.bulge\.scale is missing"),
-    ({"disk": {"mass": 1.0, "scale_length": 3.0, "toomre": 1.2}}, r"unknown key\(s\) model\.disk\.toomre"),
+    ({"disk": {"mass": 1.0, "scale_length": 3.0, "toomre": 1.2}},
+     r"unknown key\(s\) model\.disk\.toomre"),
     ({"particles": {"disk": 0.0}}, r"model\.particles\.disk"),
     ({"galaxy": 1}, r"unknown key\(s\) model\.galaxy"),
 ])

@@ -137,8 +137,8 @@ def run(args) -> int:
         "a2_inner_max_first_2_rotations": a2_max,
         "ok": abs(last["d_r_half"]) < 0.10 and last["d_z0"] < 0.30 and a2_max < 0.2,
     }
-    print(f"after {last['rotations']:.2f} rotations: half-mass radius {100 * last['d_r_half']:+.1f}%"
-          f" (limit 10%), scale height {100 * last['d_z0']:+.1f}% (limit 30%); max A2 of the "
+    print(f"after {last['rotations']:.2f} rotations: half-mass radius "
+          f"{100 * last['d_r_half']:+.1f}% (limit 10%), scale height {100 * last['d_z0']:+.1f}% (limit 30%); max A2 of the "
           f"inner disk over the first 2 rotations {a2_max:.3f} (bar if > 0.2): "
           f"{'PASS' if verdict['ok'] else 'FAIL'}")
     if args.json:

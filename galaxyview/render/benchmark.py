@@ -1,7 +1,8 @@
-"""Renderer benchmark on the GPU machine (EGL, no Qt): rendering + interop alone, and whole
-frames (one engine step + rendering) on a scene.
+"""Renderer benchmark on the GPU machine (EGL, no Qt): rendering + interop alone on Plummer
+spheres, and whole frames (one engine step + rendering) on a scene; medians, JSON lines.
 
-    python -m galaxyview.render.benchmark --scene antennae --n 1000000 --render-n 1000000 4000000
+    python -m galaxyview.render.benchmark --scene antennae --n 1048576 \
+        --render-n 1048576 4194304 --frames 100 --sweep --png frame.png --png-steps 600
 """
 from __future__ import annotations
 
@@ -51,51 +52,6 @@ def sweep(renderer: OffscreenRenderer, engine, frames: int) -> list:
     return rows
 
 
-def breakdown(renderer: OffscreenRenderer, engine, frames: int) -> dict:
-    """Where a frame's time goes: the pack kernel (synchronised), drawing alone, and drawing
-    with fewer fragments, a different spread on screen, or no particles at all."""
-    import pycuda.driver as cuda
-    from vispy.gloo import gl
-
-    from galaxyview.render.headless import made_current
-    from galaxyview.render.sources import pushed
-
-    renderer.attach(engine)
-    renderer.render_frame()
-    src, canvas, pr = renderer.source, renderer._canvas, renderer._renderer
-
-    def pack():
-        with made_current(canvas):
-            src.refresh()
-            with pushed(engine.context):
-                cuda.Context.synchronize()
-
-    def draw():
-        with made_current(canvas):
-            with renderer._target:
-                pr.draw(renderer.camera, renderer.size)
-            canvas.context.flush_commands()
-            gl.glFinish()
-
-    out = {"n": engine.n, "pack_sync_ms": _median_ms(pack, frames),
-           "draw_only_ms": _median_ms(draw, frames)}
-    cam, look = renderer.camera, renderer.look
-    saved = (cam.centre.copy(), cam.distance)
-    look.point_size = 1.0
-    out["draw_point_size_1_ms"] = _median_ms(draw, frames)
-    look.point_size = 3.0
-    for name, factor in (("zoom_in_4x", 4.0), ("zoom_out_4x", 0.25)):
-        cam.zoom(factor)
-        out[f"draw_{name}_ms"] = _median_ms(draw, frames)
-        cam.centre, cam.distance = saved
-    count, pr.count = pr.count, 0
-    out["draw_no_particles_ms"] = _median_ms(draw, frames)
-    pr.count = count
-    out = {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
-    print(json.dumps(out), flush=True)
-    return out
-
-
 def render_only(renderer: OffscreenRenderer, engine, n: int, frames: int) -> dict:
     """Interop + draw per frame with the engine standing still; host upload for comparison."""
     renderer.attach(engine)
@@ -139,8 +95,6 @@ def main(argv=None) -> int:
     ap.add_argument("--render-n", type=int, nargs="*", default=[1_000_000, 4_000_000])
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--size", default="1920x1080")
-    ap.add_argument("--breakdown", action="store_true",
-                    help="also time the pack kernel and drawing variants separately")
     ap.add_argument("--sweep", action="store_true",
                     help="also time vertex order, light buffer scale and sprite size")
     ap.add_argument("--png", help="save a frame of the scene here")
@@ -155,8 +109,6 @@ def main(argv=None) -> int:
         engine, _ = create_engine("gpu", Params(theta=args.theta))
         engine.load(plummer_sphere(n, np.random.default_rng(1)))
         out["render_only"].append(render_only(renderer, engine, n, args.frames))
-        if args.breakdown:
-            out.setdefault("breakdown", []).append(breakdown(renderer, engine, args.frames // 2))
         if args.sweep:
             out.setdefault("sweep", []).extend(sweep(renderer, engine, args.frames // 2))
         renderer.detach()

@@ -66,7 +66,6 @@ class ParticleRenderer:
         self.vbo = None
         self.count = 0
         self.auto_speed_max = 1.0  # used when look.speed_max is None
-        self.light_scale = 1.0  # light buffer resolution relative to the output
         self.light_source = None  # GPU path: makes the light texture itself (render/splat.py)
         self._box_count = 0
         self._light = None
@@ -114,7 +113,7 @@ class ParticleRenderer:
         w, h = size
         if self._light is None or self._light.shape[:2] != (h, w):
             self._light = gloo.Texture2D(shape=(h, w, 4), format="rgba", internalformat="rgba16f",
-                                         interpolation="linear")
+                                         interpolation="nearest")
             self._light_fbo = gloo.FrameBuffer(color=self._light)
         return self._light_fbo
 
@@ -123,21 +122,20 @@ class ParticleRenderer:
         look = self.look
         w, h = int(size[0]), int(size[1])
         mvp = camera.mvp(w / max(h, 1)).T.astype(np.float32)  # GLSL reads column-major
-        lw, lh = max(1, round(w * self.light_scale)), max(1, round(h * self.light_scale))
         if self.light_source is not None and self.count:
             self._tonemap["u_light"] = self.light_source.light(camera, look, (w, h),
                                                                self.auto_speed_max)
         else:
-            with self._light_buffer((lw, lh)):
-                gloo.set_viewport(0, 0, lw, lh)
+            with self._light_buffer((w, h)):
+                gloo.set_viewport(0, 0, w, h)
                 gloo.set_clear_color((0, 0, 0, 0))
                 gloo.clear(color=True, depth=False)
                 if self.count:
                     gloo.set_state(blend=True, depth_test=False, blend_func=("one", "one"))
                     p = self._points
                     p["u_mvp"] = mvp
-                    p["u_point_size"] = float(look.point_size) * lw / w
-                    p["u_gain"] = light_gain(self.count) * (lw / w) ** 2  # a texel covers more
+                    p["u_point_size"] = float(look.point_size)
+                    p["u_gain"] = light_gain(self.count)
                     p["u_colour_mode"] = 0 if look.colour_mode == "component" else 1
                     p["u_speed_max"] = float(look.speed_max or self.auto_speed_max)
                     p.draw("points")

@@ -46,28 +46,31 @@ class CudaSplatter:
         self._kernel = module.get_function("splat")
         self._params = cuda.mem_alloc(64 * 4)
         self._host_params = cuda.pagelocked_zeros(64, np.float32)
-        self.size = None
-        self.texture = self._pbo = self._resource = None
+        self._buffers = {}  # size -> (texture, pixel buffer, its CUDA registration)
         u, i, vp = ctypes.c_uint, ctypes.c_int, ctypes.c_void_p
         self._bind_buffer = _gl("glBindBuffer", (u, u))
         self._bind_texture = _gl("glBindTexture", (u, u))
         self._tex_sub_image = _gl("glTexSubImage2D", (u, i, i, i, i, i, u, u, vp))
 
-    def _resize(self, size) -> None:
-        w, h = size
-        self.release()
-        self.texture = gloo.Texture2D(shape=(h, w, 4), format="rgba", internalformat="rgba32f",
-                                      interpolation="nearest")
-        self._pbo = gloo.VertexBuffer(np.zeros((w * h, 4), np.float32))  # any GL buffer will do
-        self._resource = GLBufferResource(gl_handle(self.gl_context, self._pbo))
-        self.size = (w, h)
+    def _buffers_for(self, size):
+        """Light texture and pixel buffer of this size; the last two sizes are kept (the
+        window's and a recording's)."""
+        if size not in self._buffers:
+            if len(self._buffers) >= 2:
+                self._free(self._buffers.pop(next(iter(self._buffers))))
+            w, h = size
+            texture = gloo.Texture2D(shape=(h, w, 4), format="rgba", internalformat="rgba32f",
+                                     interpolation="nearest")
+            pbo = gloo.VertexBuffer(np.zeros((w * h, 4), np.float32))  # any GL buffer will do
+            self._buffers[size] = (texture, pbo, GLBufferResource(gl_handle(self.gl_context,
+                                                                            pbo)))
+        return self._buffers[size]
 
     def render_light(self, vertices: GLBufferResource, n: int, camera, look, size,
                      auto_speed_max: float):
         """Splat n particles of the vertex buffer for this view; returns the light texture."""
         size = (int(size[0]), int(size[1]))
-        if size != self.size:
-            self._resize(size)
+        texture, pbo, resource = self._buffers_for(size)
         w, h = size
         s = self.stream
         s.synchronize()  # the last frame's copy of the parameters is done with them
@@ -81,7 +84,7 @@ class CudaSplatter:
         self._cuda.memcpy_htod_async(self._params, p, s)  # host to device: 256 bytes
         vptr, _ = vertices.map(s.handle)
         try:
-            lptr, _ = self._resource.map(s.handle)
+            lptr, _ = resource.map(s.handle)
             try:
                 self._cuda.memset_d32_async(lptr, 0, w * h * 4, s)
                 if n:
@@ -89,23 +92,24 @@ class CudaSplatter:
                                  np.int32(w), np.int32(h), block=(BLOCK, 1, 1),
                                  grid=(math.ceil(n / BLOCK), 1), stream=s)
             finally:
-                self._resource.unmap(s.handle)
+                resource.unmap(s.handle)
         finally:
             vertices.unmap(s.handle)
         # GL copies the pixel buffer into the texture, on the GPU
-        self._bind_buffer(_GL_PIXEL_UNPACK_BUFFER, gl_handle(self.gl_context, self._pbo))
-        self._bind_texture(_GL_TEXTURE_2D, gl_handle(self.gl_context, self.texture))
+        self._bind_buffer(_GL_PIXEL_UNPACK_BUFFER, gl_handle(self.gl_context, pbo))
+        self._bind_texture(_GL_TEXTURE_2D, gl_handle(self.gl_context, texture))
         self._tex_sub_image(_GL_TEXTURE_2D, 0, 0, 0, w, h, _GL_RGBA, _GL_FLOAT, None)
         self._bind_texture(_GL_TEXTURE_2D, 0)
         self._bind_buffer(_GL_PIXEL_UNPACK_BUFFER, 0)
-        return self.texture
+        return texture
+
+    @staticmethod
+    def _free(buffers) -> None:
+        texture, pbo, resource = buffers
+        resource.unregister()
+        texture.delete()
+        pbo.delete()
 
     def release(self) -> None:
-        if self._resource is not None:
-            self._resource.unregister()
-            self._resource = None
-        for obj in (self.texture, self._pbo):
-            if obj is not None:
-                obj.delete()
-        self.texture = self._pbo = None
-        self.size = None
+        while self._buffers:
+            self._free(self._buffers.popitem()[1])
