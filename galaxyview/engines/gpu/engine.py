@@ -180,14 +180,8 @@ class GPUEngine(Engine):
                     self._force(None)
                     self._kick(hdt)
                     self._read_status()
-                t = {name: 0.0 for name in PHASES}
-                t["integrate"] = ev[1].time_since(ev[0]) + ev[6].time_since(ev[5])
-                if self.gravity == "tree":
-                    t["keys_sort"] = ev[2].time_since(ev[1])
-                    t["build"] = ev[3].time_since(ev[2])
-                    t["multipoles"] = ev[4].time_since(ev[3])
-                t["walk"] = ev[5].time_since(ev[4] if self.gravity == "tree" else ev[1])
-                self._set_stats(t)
+                self._set_stats(self._force_times(
+                    ev, integrate=ev[1].time_since(ev[0]) + ev[6].time_since(ev[5])))
                 self._time += dt
                 self.steps_done += 1
 
@@ -257,13 +251,18 @@ class GPUEngine(Engine):
         while self._check_status():
             self._force(None)
             self._read_status()
+        self._set_stats(self._force_times(ev))
+
+    def _force_times(self, ev, integrate: float = 0.0) -> dict:
+        """Per-phase ms of the force evaluation between events 1 and 5."""
         t = {name: 0.0 for name in PHASES}
+        t["integrate"] = integrate
         if self.gravity == "tree":
             t["keys_sort"] = ev[2].time_since(ev[1])
             t["build"] = ev[3].time_since(ev[2])
             t["multipoles"] = ev[4].time_since(ev[3])
         t["walk"] = ev[5].time_since(ev[4] if self.gravity == "tree" else ev[1])
-        self._set_stats(t)
+        return t
 
     def _force(self, ev) -> None:
         from galaxyview.engines.gpu.phases import run_force
