@@ -1,6 +1,7 @@
 """Direct summation in float64: the reference every tree force is checked against."""
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -9,7 +10,7 @@ from galaxyview.engines.cpu import threads
 from galaxyview.errors import GalaxyviewError
 from galaxyview.model.params import check_eps
 
-CHUNK_PAIRS = 1 << 15  # (target, source) pairs per chunk: its float64 temporaries stay in L2
+CHUNK_PAIRS = 1 << 17  # (target, source) pairs per tile: five float64 scratch arrays a thread
 
 
 def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
@@ -33,26 +34,37 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
     pot = np.zeros(len(targets))
     src = [np.ascontiguousarray(pos[:, k]) for k in range(3)]
     eps2 = check_eps(eps) ** 2
-    chunk = max(1, chunk_pairs // max(n, 1))
+    width = max(1, min(n, chunk_pairs))  # sources per tile
+    chunk = max(1, chunk_pairs // width)  # targets per tile
+    local = threading.local()
 
     def run(a: int) -> None:
         ti = targets[a:a + chunk]
-        d = [s[None, :] - s[ti][:, None] for s in src]  # x_j - x_i
-        r2 = d[0] * d[0]
-        r2 += d[1] * d[1]
-        r2 += d[2] * d[2]
-        r2 += eps2
-        r2[np.arange(len(ti)), ti] = np.inf  # no self pair
-        if eps2 == 0:
-            r2[r2 == 0] = np.inf
-        inv = np.sqrt(r2, out=r2)
-        np.divide(1.0, inv, out=inv)
-        pot[a:a + chunk] = -(inv @ mass)
-        w = inv * inv
-        w *= inv
-        w *= mass
-        for k in range(3):
-            acc[a:a + chunk, k] = np.einsum("ij,ij->i", d[k], w)
+        bufs = getattr(local, "bufs", None)
+        if bufs is None:  # per-thread scratch: fresh large arrays would cost page faults
+            bufs = local.bufs = np.empty((5, chunk * width))
+        for j0 in range(0, n, width):
+            j1 = min(n, j0 + width)
+            shape = (len(ti), j1 - j0)
+            buf = [b[:shape[0] * shape[1]].reshape(shape) for b in bufs]
+            d = [np.subtract(s[None, j0:j1], s[ti][:, None], out=buf[k])
+                 for k, s in enumerate(src)]  # x_j - x_i
+            r2 = np.multiply(d[0], d[0], out=buf[3])
+            r2 += np.multiply(d[1], d[1], out=buf[4])
+            r2 += np.multiply(d[2], d[2], out=buf[4])
+            r2 += eps2
+            mine = (ti >= j0) & (ti < j1)
+            r2[np.flatnonzero(mine), ti[mine] - j0] = np.inf  # no self pair
+            if eps2 == 0:
+                r2[r2 == 0] = np.inf
+            inv = np.sqrt(r2, out=r2)
+            np.divide(1.0, inv, out=inv)
+            pot[a:a + chunk] -= inv @ mass[j0:j1]
+            w = np.multiply(inv, inv, out=buf[4])
+            w *= inv
+            w *= mass[j0:j1]
+            for k in range(3):
+                acc[a:a + chunk, k] += np.einsum("ij,ij->i", d[k], w)
 
     starts = range(0, len(targets), chunk)
     workers = threads.WORKERS if workers is None else max(1, int(workers))

@@ -133,7 +133,8 @@ def pc_block(ws, x, data, centre, eps2, quadrupole=True):
     pot = -np.matmul(inv, cell[..., _M:_M + 1])[..., 0]
     inv2 = np.multiply(inv, inv, out=ws.get(1, shape))
     inv3 = np.multiply(inv2, inv, out=ws.get(2, shape))
-    s3 = np.matmul(inv3, cell[..., _M:_TRQ + quadrupole])  # sum (M, M c, trQ) / r^3
+    last = _TRQ + 1 if quadrupole else _TRQ
+    s3 = np.matmul(inv3, cell[..., _M:last])  # sum (M, M c, trQ) / r^3
     xs = np.stack(x, -1)
     acc = s3[..., 1:4] - xs * s3[..., 0:1]
     if not quadrupole:
