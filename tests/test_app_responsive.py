@@ -4,7 +4,8 @@ import threading
 import time
 
 import pytest
-from PyQt6.QtCore import Qt
+
+Qt = pytest.importorskip("PyQt6.QtCore", reason="the window tests need PyQt6").Qt
 
 pytestmark = pytest.mark.gui
 

@@ -1,7 +1,8 @@
 """The viewer window under Xvfb with Mesa, on the CPU engine with a small Plummer sphere."""
 import numpy as np
 import pytest
-from PyQt6.QtCore import Qt
+
+Qt = pytest.importorskip("PyQt6.QtCore", reason="the window tests need PyQt6").Qt
 
 pytestmark = pytest.mark.gui
 
