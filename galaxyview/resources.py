@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from galaxyview.errors import GalaxyviewError
+
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -15,7 +17,7 @@ def data_dir(name: str) -> Path:
     for candidate in (_PACKAGE.parent / name, _PACKAGE / "_data" / name):
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError(
+    raise GalaxyviewError(
         f"galaxyview's '{name}' folder is missing (looked beside the package and in "
         f"galaxyview/_data); reinstall galaxyview"
     )
