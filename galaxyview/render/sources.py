@@ -89,6 +89,7 @@ class DeviceSource:
         with pushed(engine.context):
             self.stream = cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
             self._pack = _compile("render_pack.cu").get_function("pack_vertices")
+            self._pack.prepare("PPPiQ")
             try:
                 from galaxyview.render.splat import CudaSplatter
 
@@ -127,10 +128,9 @@ class DeviceSource:
                 if size < n * VERTEX_DTYPE.itemsize:
                     raise RenderError(f"GL vertex buffer holds {size} bytes, {n} particles "
                                       f"need {n * VERTEX_DTYPE.itemsize}")
-                self._pack(np.uintp(_ptr(arrays["pos4"])), np.uintp(_ptr(arrays["vel4"])),
-                           np.uintp(ptr), np.int32(n), np.uint64(self.stride),
-                           block=(BLOCK, 1, 1), grid=(math.ceil(n / BLOCK), 1),
-                           stream=self.stream)
+                self._pack.prepared_async_call((math.ceil(n / BLOCK), 1), (BLOCK, 1, 1),
+                                               self.stream, _ptr(arrays["pos4"]),
+                                               _ptr(arrays["vel4"]), ptr, n, int(self.stride))
             finally:
                 self.resource.unmap(h)
             self.stream.synchronize()  # done reading pos4 before the engine's next step
