@@ -55,6 +55,33 @@ energy_sums(const float4* __restrict__ pos, const float4* __restrict__ vel,
     }
 }
 
+// sums[0..3] += sum m x, m y, m z, m over the particles whose original index is marked in mask
+// (the follow camera's centre of mass, without copying the state to the host).
+extern "C" __global__ void __launch_bounds__(256)
+masked_com(const float4* __restrict__ pos, const unsigned* __restrict__ ids,
+           const unsigned char* __restrict__ mask, int n, double* sums)
+{
+    __shared__ double s[4][8];
+    double a[4] = {0, 0, 0, 0};
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        if (!mask[ids[i]]) continue;
+        const float4 p = pos[i];
+        const double m = p.w;
+        a[0] += m * p.x; a[1] += m * p.y; a[2] += m * p.z; a[3] += m;
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int k = 0; k < 4; k++) {
+        for (int o = 16; o > 0; o >>= 1) a[k] += __shfl_xor_sync(FULL_MASK, a[k], o);
+        if (lane == 0) s[k][warp] = a[k];
+    }
+    __syncthreads();
+    if (threadIdx.x < 4) {
+        double t = 0;
+        for (int w = 0; w < (int)(blockDim.x / 32); w++) t += s[threadIdx.x][w];
+        atomicAdd(&sums[threadIdx.x], t);
+    }
+}
+
 // Geometric centre and size (x, y, z, size) of cells [c0, c1) for the octree overlay.
 extern "C" __global__ void cell_boxes(int c0, int c1, const int* __restrict__ level,
                                       const int* __restrict__ begin,

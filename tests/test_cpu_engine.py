@@ -130,3 +130,17 @@ def test_bad_use_gets_a_message():
         eng.step(-1)
     with pytest.raises(ValueError, match="gravity"):
         CPUEngine(gravity="fmm")
+
+
+def test_centre_of_mass_of_a_selection():
+    state = plummer_sphere(500, np.random.default_rng(3))
+    state.mass[:100] *= 4.0
+    engine = CPUEngine(Params(theta=0.75))
+    engine.load(state)
+    engine.step(2)
+    mask = np.arange(500) % 7 == 0
+    now = engine.state()
+    m = now.mass[mask].astype(np.float64)
+    np.testing.assert_allclose(engine.centre_of_mass(mask),
+                               m @ now.pos[mask].astype(np.float64) / m.sum(), rtol=1e-12)
+    assert not np.allclose(engine.centre_of_mass(mask), now.pos[mask].mean(axis=0))

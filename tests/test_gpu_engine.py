@@ -159,3 +159,23 @@ def test_create_engine_gpu():
         assert eng.name == "gpu" and eng.device_name in why
     finally:
         eng.close()
+
+
+@pytest.mark.parametrize("n", [1000, 65537])
+def test_centre_of_mass_on_the_device_matches_the_state(engine, n):
+    state = plummer_sphere(n, np.random.default_rng(5))
+    state.mass[: n // 3] *= 3.0  # unequal masses, so the weighting shows
+    engine.load(state)
+    engine.step(3)  # particles are now in another (sorted) order on the device
+    rng = np.random.default_rng(6)
+    for mask in (rng.random(n) < 0.05, np.arange(n) < n // 2):
+        host = engine.state()
+        m = host.mass[mask].astype(np.float64)
+        want = m @ host.pos[mask].astype(np.float64) / m.sum()
+        got = engine.centre_of_mass(mask)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+        engine.step(1)
+        moved = engine.centre_of_mass(mask)  # same mask again: no new upload, new positions
+        assert not np.allclose(moved, got)
+    with pytest.raises(ValueError, match="one entry per particle"):
+        engine.centre_of_mass(np.ones(n + 1, dtype=bool))

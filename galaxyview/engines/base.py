@@ -119,5 +119,14 @@ class Engine(abc.ABC):
     def energies(self) -> Energies:
         """Kinetic and potential energy of the current state (potential from the solver)."""
 
+    def centre_of_mass(self, mask: np.ndarray) -> np.ndarray:
+        """Centre of mass (3,) float64 of the particles selected by `mask` (bool, loaded order).
+
+        Per frame for the follow camera: engines override it so no whole state is copied."""
+        state = self.state()
+        m = state.mass[mask].astype(np.float64)
+        pos = state.pos[mask].astype(np.float64)
+        return m @ pos / m.sum() if m.sum() > 0 else pos.mean(axis=0)
+
     def close(self) -> None:
         """Free resources (device memory); the engine is unusable afterwards."""

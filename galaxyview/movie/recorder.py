@@ -80,11 +80,11 @@ def follow_target(engine, initial):
         idx = np.flatnonzero(first)[r <= np.quantile(r, 0.1)]
     else:
         idx = np.flatnonzero(core)
-    weights = initial.mass[idx].astype(np.float64) + 1e-30
+    mask = np.zeros(initial.n, dtype=bool)
+    mask[idx] = True
 
     def target():
-        pos = engine.state().pos[idx].astype(np.float64)
-        return weights @ pos / weights.sum()
+        return engine.centre_of_mass(mask)
 
     return target
 

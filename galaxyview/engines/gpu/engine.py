@@ -205,7 +205,38 @@ class GPUEngine(Engine):
             out = self._download(sums, np.float64, 2)
         return Energies(kinetic=float(out[0]), potential=float(out[1]))
 
+    def centre_of_mass(self, mask: np.ndarray) -> np.ndarray:
+        """On the device: the mask is uploaded once (while the same array is passed again) and
+        4 float64 sums come back per call."""
+        if mask.shape != (self._n,):
+            raise ValueError(f"mask must have one entry per particle ({self._n}), got {mask.shape}")
+        cuda = self._cuda
+        with self._active():
+            if getattr(self, "_com_key", None) is not mask:
+                self._free_com()
+                self._com_mask = cuda.to_device(np.ascontiguousarray(mask, dtype=np.uint8))
+                self._com_sums = cuda.mem_alloc(32)
+                self._com_key = mask
+            cuda.memset_d32(self._com_sums, 0, 8)
+            pos, _ = self.buf.set_ptrs(self._cur)
+            self.kernels.launch("masked_com", (self._grid(), 1, 1), (256, 1, 1), pos,
+                                self.buf.ptr(f"id{self._cur}"), self._com_mask, self._n,
+                                self._com_sums)
+            self._sync()
+            out = self._download(int(self._com_sums), np.float64, 4)
+        if out[3] <= 0:  # massless selection: fall back to the plain mean
+            return super().centre_of_mass(mask)
+        return out[:3] / out[3]
+
+    def _free_com(self) -> None:
+        for name in ("_com_mask", "_com_sums"):
+            if getattr(self, name, None) is not None:
+                getattr(self, name).free()
+                setattr(self, name, None)
+        self._com_key = None
+
     def close(self) -> None:
+        self._free_com()
         if getattr(self, "buf", None) is not None:
             with self._active():
                 self._sync()

@@ -31,6 +31,7 @@ SIGNATURES = {
     "kick_drift": "PPPiff",
     "kick": "PPifP",
     "energy_sums": "PPPiP",
+    "masked_com": "PPPiP",
     "cell_boxes": "iiPPPPP",
 }
 
