@@ -11,6 +11,7 @@ from tqdm import tqdm
 
 from galaxyview.cli.main import print_json
 from galaxyview.errors import GalaxyviewError
+from galaxyview.files import check_output_path
 
 
 @contextmanager
@@ -28,31 +29,22 @@ def _say(args, text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def check_output_path(out: str | None, overwrite: bool) -> None:
-    """Fail before any work if --out cannot be written or would overwrite without asking."""
+def check_out(out: str | None, overwrite: bool) -> None:
+    """Fail before any work if --out cannot be written; ask before replacing a file."""
     if out is None:
         return
-    path = Path(out)
-    if path.is_dir():
-        raise GalaxyviewError(f"--out {out}: is a folder; give a file name")
-    folder = path.parent
-    if not folder.is_dir():
-        raise GalaxyviewError(f"--out {out}: folder {folder} does not exist")
+    if Path(out).is_file() and not overwrite and sys.stdin is not None and sys.stdin.isatty():
+        overwrite = input(f"{out} exists. Overwrite? [y/N] ").strip().lower() in ("y", "yes")
+    folder = check_output_path(out, overwrite).parent
     if not os.access(folder, os.W_OK):
         raise GalaxyviewError(f"--out {out}: folder {folder} is not writable")
-    if path.exists() and not overwrite:
-        if sys.stdin is not None and sys.stdin.isatty():
-            answer = input(f"{out} exists. Overwrite? [y/N] ").strip().lower()
-            if answer in ("y", "yes"):
-                return
-        raise GalaxyviewError(f"--out {out} exists; pass --overwrite to replace it")
 
 
 def cmd_run(args) -> int:
     from galaxyview.jobs.run import run
     from galaxyview.simulation import open_simulation
 
-    check_output_path(args.out, args.overwrite)
+    check_out(args.out, args.overwrite)
     sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps)
     try:
         _say(args, f"{sim.name}: {sim.engine.n} particles, {sim.why}")

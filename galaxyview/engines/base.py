@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from galaxyview.model import diagnostics
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 
@@ -124,9 +125,9 @@ class Engine(abc.ABC):
 
         Per frame for the follow camera: engines override it so no whole state is copied."""
         state = self.state()
-        m = state.mass[mask].astype(np.float64)
-        pos = state.pos[mask].astype(np.float64)
-        return m @ pos / m.sum() if m.sum() > 0 else pos.mean(axis=0)
+        if state.mass[mask].sum() <= 0:  # massless selection: the plain mean
+            return state.pos[mask].astype(np.float64).mean(axis=0)
+        return diagnostics.centre_of_mass(state.pos[mask], state.mass[mask])
 
     def close(self) -> None:
         """Free resources (device memory); the engine is unusable afterwards."""

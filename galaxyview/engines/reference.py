@@ -19,6 +19,37 @@ BONSAI_H200 = {
 }
 
 
+def bonsai_ratios(n: int, theta: float, walk_ms: float, build_ms: float,
+                  step_ms: float) -> dict | None:
+    """Bonsai's figures for (n, theta) and ours as ratios of them; None where none exist."""
+    ref = BONSAI_H200.get((n, theta))
+    if ref is None:
+        return None
+    walk, build, step = ref
+    return {"walk_ms": walk, "build_ms": build, "step_ms": step, "walk_ratio": walk_ms / walk,
+            "build_ratio": build_ms / build, "step_ratio": step_ms / step}
+
+
+def step_medians(engine, steps: int, warmup: int) -> tuple[dict, float, float]:
+    """Step `engine` warmup + steps times; medians over the timed steps of each phase's ms
+    (engines.base.PHASES) and of the p-p and p-c interactions per particle."""
+    import numpy as np
+
+    from galaxyview.engines.base import PHASES
+
+    engine.step(warmup)
+    samples = {p: [] for p in PHASES}
+    pp, pc = [], []
+    for _ in range(steps):
+        engine.step(1)
+        for p in PHASES:
+            samples[p].append(engine.stats.timings_ms.get(p, 0.0))
+        pp.append(engine.stats.pp_per_particle)
+        pc.append(engine.stats.pc_per_particle)
+    phases = {p: float(np.median(v)) for p, v in samples.items()}
+    return phases, float(np.median(pp)), float(np.median(pc))
+
+
 def walk_tflops(pp_per_particle: float, pc_per_particle: float, n: int, walk_ms: float) -> float:
     """Walk speed by Bonsai's flop count."""
     if walk_ms <= 0:

@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from galaxyview.engines import PHASES, create_engine
-from galaxyview.engines.reference import BONSAI_H200, walk_tflops
+from galaxyview.engines import create_engine
+from galaxyview.engines.reference import bonsai_ratios, step_medians, walk_tflops
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 
@@ -38,30 +38,16 @@ def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 
     engine, _ = create_engine(backend, Params(theta=theta, dt=dt, eps=eps))
     try:
         engine.load(state)
-        engine.step(warmup)
-        samples = {p: [] for p in PHASES}
-        pp, pc = [], []
-        for _ in range(steps):
-            engine.step(1)
-            for p in PHASES:
-                samples[p].append(engine.stats.timings_ms.get(p, 0.0))
-            pp.append(engine.stats.pp_per_particle)
-            pc.append(engine.stats.pc_per_particle)
-        phases = {p: float(np.median(v)) for p, v in samples.items()}
+        phases, pp_m, pc_m = step_medians(engine, steps, warmup)
         step = float(sum(phases.values()))
         build = phases["keys_sort"] + phases["build"] + phases["multipoles"]
-        pp_m, pc_m = float(np.median(pp)), float(np.median(pc))
         tflops = walk_tflops(pp_m, pc_m, n, phases["walk"])
         mem = getattr(engine, "device_memory_bytes", None)
         row = BenchRow(n, theta, phases, step, build, pp_m, pc_m, tflops,
                        n / (step / 1e3) if step > 0 else 0.0,
                        (mem() / n) if callable(mem) else None)
-        ref = BONSAI_H200.get((n, theta))
-        if ref is not None and engine.name == "gpu":
-            walk, bbuild, bstep = ref
-            row.bonsai = {"walk_ms": walk, "build_ms": bbuild, "step_ms": bstep,
-                          "walk_ratio": phases["walk"] / walk, "build_ratio": build / bbuild,
-                          "step_ratio": step / bstep}
+        if engine.name == "gpu":
+            row.bonsai = bonsai_ratios(n, theta, phases["walk"], build, step)
         return row, engine.device_name
     finally:
         engine.close()

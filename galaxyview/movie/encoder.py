@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError
+from galaxyview.files import check_output_path
 
 SUFFIXES = (".mp4",)
 PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower")
@@ -40,19 +41,9 @@ def check_output(path, overwrite: bool = False) -> Path:
     overwrite). Writability is proven by creating (and removing) a file in the folder.
     """
     path = Path(path).expanduser()
-    if path.is_dir():
-        raise MovieError(f"{path} is a folder; give a file name such as {path / 'movie.mp4'}")
-    if path.suffix.lower() not in SUFFIXES:
+    if path.suffix.lower() not in SUFFIXES and not path.is_dir():
         raise MovieError(f"{path}: movies are H.264 mp4 files; give a name ending in .mp4")
-    folder = path.parent
-    if not folder.exists():
-        raise MovieError(f"{path}: the folder {folder} does not exist; create it first "
-                         f"(mkdir -p {folder}) or choose another folder")
-    if not folder.is_dir():
-        raise MovieError(f"{path}: {folder} is not a folder")
-    if path.exists() and not overwrite:
-        raise MovieError(f"{path} already exists; choose another name or allow overwriting "
-                         "(galaxyview record --overwrite)")
+    path = check_output_path(path, overwrite, error=MovieError)
     temp, fd = _open_temp(path)
     os.close(fd)
     os.unlink(temp)

@@ -12,8 +12,7 @@ import time
 
 import numpy as np
 
-from galaxyview.engines.reference import BONSAI_H200 as BONSAI
-from galaxyview.engines.reference import walk_tflops
+from galaxyview.engines.reference import bonsai_ratios, step_medians, walk_tflops
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 
@@ -27,31 +26,24 @@ def measure(eng, state, theta: float, steps: int, warmup: int = 2, targets: int 
     acc, _ = eng.accelerations()
     ref, _ = direct_reference(eng, sample)
     err = relative_errors(acc[sample], ref)
-    eng.step(warmup)
-    rows = []
-    for _ in range(steps):
-        eng.step(1)
-        s = eng.stats
-        rows.append(dict(s.timings_ms, step=s.step_ms, pp=s.pp, pc=s.pc))
-    med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+    phases, pp, pc = step_medians(eng, steps, warmup)
     n = state.n
-    out = dict(n=n, theta=theta, steps=steps, **{f"{k}_ms": med[k] for k in
-                                                  ("keys_sort", "build", "multipoles", "walk",
-                                                   "integrate", "step")})
+    step = float(sum(phases.values()))
+    out = dict(n=n, theta=theta, steps=steps, step_ms=step,
+               **{f"{k}_ms": v for k, v in phases.items()})
     out["tree_ms"] = out["keys_sort_ms"] + out["build_ms"] + out["multipoles_ms"]
-    out["pp_per_particle"] = med["pp"] / n
-    out["pc_per_particle"] = med["pc"] / n
-    out["walk_tflops"] = walk_tflops(med["pp"] / n, med["pc"] / n, n, med["walk"])
-    out["particles_per_s"] = n / (med["step"] / 1e3)
+    out["pp_per_particle"] = pp
+    out["pc_per_particle"] = pc
+    out["walk_tflops"] = walk_tflops(pp, pc, n, phases["walk"])
+    out["particles_per_s"] = n / (step / 1e3)
     out["force_err_median"] = float(np.median(err))
     out["force_err_p99"] = float(np.percentile(err, 99))
     out["bytes_per_particle"] = eng.device_memory_bytes() / n
-    ref_row = BONSAI.get((n, theta))
-    if ref_row:
-        out["bonsai_walk_ms"], out["bonsai_build_ms"], out["bonsai_step_ms"] = ref_row
-        out["walk_ratio"] = out["walk_ms"] / ref_row[0]
-        out["tree_ratio"] = out["tree_ms"] / ref_row[1]
-        out["step_ratio"] = out["step_ms"] / ref_row[2]
+    ref = bonsai_ratios(n, theta, out["walk_ms"], out["tree_ms"], step)
+    if ref:
+        out.update({f"bonsai_{k}": v for k, v in ref.items() if not k.endswith("ratio")})
+        out.update(walk_ratio=ref["walk_ratio"], tree_ratio=ref["build_ratio"],
+                   step_ratio=ref["step_ratio"])
     return out
 
 
