@@ -3,7 +3,9 @@
 // Bonsai's MAC (d > l/theta + delta, d from the group's box to the centre of mass); accepted
 // cells and the particles of opened (or accepted tiny) leaves are compacted with ballots and
 // prefix sums into shared-memory lists; every full list of 32 is evaluated from a shared tile.
+#ifndef WALK_THREADS
 #define WALK_THREADS 256
+#endif
 #define WALK_WARPS (WALK_THREADS / 32)
 #define STACK_CAP 8192
 #ifndef WALK_MIN_BLOCKS
@@ -129,7 +131,7 @@ struct WalkArgs {
 
 template <int NI, bool GUARD>
 __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, int* stack,
-                           unsigned long long& n_pp, unsigned long long& n_pc)
+                           int& e_pp, int& e_pc)
 {
     const int lane = threadIdx.x & 31;
     float x[NI], y[NI], z[NI], m[NI], ax[NI], ay[NI], az[NI], pot[NI];
@@ -167,7 +169,7 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
         }
         __syncwarp();
         eval_pc<NI>(sh, n, x, y, z, A.eps2, ax, ay, az, pot);
-        n_pc += (unsigned long long)n * gc;
+        e_pc += n;
         const int rest = npc - n;
         const int v = lane < rest ? sh.pc[n + lane] : 0;
         __syncwarp();
@@ -179,7 +181,7 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
         if (lane < n) sh.ta[lane] = A.pos[sh.pp[lane]];
         __syncwarp();
         eval_pp<NI, GUARD>(sh, n, x, y, z, A.eps2, ax, ay, az, pot);
-        n_pp += (unsigned long long)n * gc;
+        e_pp += n;
         const int rest = npp - n;
         const int v = lane < rest ? sh.pp[n + lane] : 0;
         __syncwarp();
@@ -277,13 +279,16 @@ walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
         g = __shfl_sync(FULL_MASK, g, 0);
         if (g >= ngroups) break;
         const int gb = group_begin[g], gc = group_count[g];
+        int e_pp = 0, e_pc = 0;
         if (eps2 > 0.f) {
-            if (gc > 32) walk_group<2, false>(A, gb, gc, sh, stack, n_pp, n_pc);
-            else walk_group<1, false>(A, gb, gc, sh, stack, n_pp, n_pc);
+            if (gc > 32) walk_group<2, false>(A, gb, gc, sh, stack, e_pp, e_pc);
+            else walk_group<1, false>(A, gb, gc, sh, stack, e_pp, e_pc);
         } else {
-            if (gc > 32) walk_group<2, true>(A, gb, gc, sh, stack, n_pp, n_pc);
-            else walk_group<1, true>(A, gb, gc, sh, stack, n_pp, n_pc);
+            if (gc > 32) walk_group<2, true>(A, gb, gc, sh, stack, e_pp, e_pc);
+            else walk_group<1, true>(A, gb, gc, sh, stack, e_pp, e_pc);
         }
+        n_pp += (unsigned long long)e_pp * gc;
+        n_pc += (unsigned long long)e_pc * gc;
     }
     if (lane == 0 && (n_pp || n_pc)) {
         atomicAdd(&status[ST_PP], n_pp);

@@ -151,3 +151,26 @@ def test_large_sizes(engine, n):
     check_size(engine, n)
     if n > 16_000_000:
         assert engine.device_memory_bytes() / n <= 200
+
+
+def test_coincident_particles(engine):
+    """140 000 particles at one point (one leaf at the deepest level, far more than N_leaf)
+    inside a Plummer sphere: finite forces that match float64 direct sums."""
+    from galaxyview.engines.gpu.inspect import direct_reference
+    from galaxyview.model.state import ParticleState
+
+    ball = plummer_sphere(20000, np.random.default_rng(9))
+    k = 140_000
+    pos = np.concatenate([ball.pos, np.full((k, 3), 0.25, np.float32)])
+    mass = np.concatenate([ball.mass, np.full(k, ball.mass[0], np.float32)])
+    state = ParticleState(pos, np.zeros_like(pos), mass)
+    engine.set_params(theta=0.75, eps=0.05)
+    engine.load(state)
+    acc, pot = engine.accelerations()
+    assert np.isfinite(acc).all() and np.isfinite(pot).all()
+    targets = np.concatenate([np.random.default_rng(0).choice(20000, 300, replace=False),
+                              20000 + np.arange(0, k, k // 50)])
+    ref_a, ref_p = direct_reference(engine, targets)
+    e = rel(acc[targets], ref_a)
+    assert np.median(e) < 3e-3 and np.percentile(e, 99) < 3e-2
+    assert np.median(np.abs(pot[targets] - ref_p) / np.abs(ref_p)) < 1e-3

@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=common.count_type, nargs="+", default=None,
                    help="particle counts (default: 65536 on the CPU, 1M 4M 16M on the GPU)")
     p.add_argument("--theta", type=common.theta_type, nargs="+", default=[0.4, 0.75])
-    p.add_argument("--steps", type=common.count_type, default=5, help="timed steps (5)")
+    p.add_argument("--steps", type=common.count_type, default=9, help="timed steps (9)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps first (2)")
     common.add_backend(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -18,7 +18,6 @@ STATUS_WORDS = 64
 MAX_LEVEL = 21
 SORT_TILE = 4096
 SCAN_TILE = 2048
-WALK_THREADS = 256
 STACK_CAP = 8192  # cells per warp stack (kernels/nbody_walk.cu)
 MOMENT_BYTES = 80
 
@@ -39,6 +38,7 @@ class Buffers:
         self.cell_cap = 0
         self.group_cap = 0
         self.walk_grid = 0
+        self.walk_threads = 256
 
     # -- allocation ------------------------------------------------------------------------
     def _alloc(self, name: str, nbytes: int, zero: bool = False) -> None:
@@ -74,7 +74,7 @@ class Buffers:
         self._sizes.clear()
 
     # -- sizing ----------------------------------------------------------------------------
-    def ensure(self, n: int, n_sm: int, walk_blocks_per_sm: int) -> None:
+    def ensure(self, n: int, n_sm: int, walk_blocks_per_sm: int, walk_threads: int = 256) -> None:
         """Room for n particles (grown by 1.25x beyond the last capacity)."""
         if n > self.n_cap:
             self.n_cap = n if self.n_cap == 0 else max(n, int(1.25 * self.n_cap))
@@ -83,7 +83,8 @@ class Buffers:
             self._cells()
         if not self.walk_grid:
             self.walk_grid = n_sm * walk_blocks_per_sm
-            self._alloc("stacks", self.walk_grid * (WALK_THREADS // 32) * STACK_CAP * 4)
+            self.walk_threads = walk_threads
+            self._alloc("stacks", self.walk_grid * (walk_threads // 32) * STACK_CAP * 4)
             self._alloc("status", STATUS_WORDS * 8)
             self._alloc("lb", 32 * 4)
             self._alloc("frame", 8 * 4)

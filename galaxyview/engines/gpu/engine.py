@@ -23,7 +23,7 @@ FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, FLAG_NONFINITE = 1, 2, 4, 8
 GROUP_MAX = 64  # the walk holds at most two particles per lane
 # A run of GROUP_MAX sorted particles is cut where its smallest enclosing cell holds more than
 # this many particles (kernels/nbody_tree.cu make_groups); GALAXYVIEW_GROUP_SPLIT tunes it.
-GROUP_SPLIT = 4096
+GROUP_SPLIT = 2048
 # An accepted leaf of at most this many particles is evaluated as p-p pairs (cheaper than one
 # quadrupole interaction, and exact).
 PP_LEAF_MAX = 2
@@ -71,7 +71,8 @@ class GPUEngine(Engine):
             self.buf = Buffers(cuda, self._device_name, gmax)
             self.group_split = group_split(gmax)
             self.pp_leaf = PP_LEAF_MAX
-            self._walk_blocks = self._blocks_per_sm("walk", 256)
+            self._walk_threads = self.kernels.max_threads("walk")
+            self._walk_blocks = self._blocks_per_sm("walk", self._walk_threads)
             self._events = [cuda.Event() for _ in range(8)]
             self._host_status = cuda.pagelocked_zeros(8, np.uint64)
 
@@ -125,7 +126,7 @@ class GPUEngine(Engine):
         self._galaxy = state.galaxy.copy()
         self._meta = dict(state.meta)
         with self._active():
-            self.buf.ensure(n, self._n_sm, self._walk_blocks)
+            self.buf.ensure(n, self._n_sm, self._walk_blocks, self._walk_threads)
             self._n, self._cur = n, 0
             pos, vel = self.buf.set_ptrs(0)
             self._cuda.memcpy_htod(pos, pos4)

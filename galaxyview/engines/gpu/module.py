@@ -92,6 +92,11 @@ class Kernels:
     def regs(self, name) -> int:
         return self.functions[name].get_attribute(self._cuda.function_attribute.NUM_REGS)
 
+    def max_threads(self, name) -> int:
+        """The block size a kernel was compiled for (its __launch_bounds__)."""
+        return self.functions[name].get_attribute(
+            self._cuda.function_attribute.MAX_THREADS_PER_BLOCK)
+
     def static_smem(self, name) -> int:
         return self.functions[name].get_attribute(
             self._cuda.function_attribute.SHARED_SIZE_BYTES)

@@ -83,7 +83,7 @@ def run_force(eng, ev) -> None:
     if ev:
         ev[4].record()
     # -- walk
-    k.launch("walk", (b.walk_grid, 1, 1), T256, npos, p("cell_mac"), p("cell_q0"), p("cell_q1"),
+    k.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), npos, p("cell_mac"), p("cell_q0"), p("cell_q1"),
              p("cell_link"), p("group_begin"), p("group_count"), p("acc"), p("stacks"),
              p("status"), eps2, G, eng.pp_leaf)
     if ev:
