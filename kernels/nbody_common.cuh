@@ -35,6 +35,24 @@ __device__ __forceinline__ unsigned warp_sum(unsigned v)
     return v;
 }
 
+// Sums of K doubles a[] over a block of at most 256 threads (s: K x 8 shared scratch); thread
+// k < K returns the block's sum of a[k], the others 0. Warps in order: a deterministic sum.
+template <int K>
+__device__ __forceinline__ double block_sum_f64(double* a, double (*s)[8])
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        for (int o = 16; o > 0; o >>= 1) a[k] += __shfl_xor_sync(FULL_MASK, a[k], o);
+        if (lane == 0) s[k][warp] = a[k];
+    }
+    __syncthreads();
+    double v = 0;
+    if (threadIdx.x < K)
+        for (int w = 0; w < (int)(blockDim.x / 32); w++) v += s[threadIdx.x][w];
+    return v;
+}
+
 // Exclusive scan of one int per thread over a block of 256 threads; returns the exclusive
 // prefix and writes the block total to *total (all threads). scratch: 9 ints of shared memory.
 __device__ __forceinline__ int block_excl_scan256(int v, int* scratch, int* total)

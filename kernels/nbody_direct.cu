@@ -39,7 +39,7 @@ extern "C" __global__ void __launch_bounds__(256)
 direct_sample_f64(const float4* __restrict__ pos, int n, const int* __restrict__ targets,
                   double eps2, double G, double* __restrict__ out)
 {
-    __shared__ double s[4][256 / 32];
+    __shared__ double s[4][8];
     const int t = targets[blockIdx.x];
     const float4 p = pos[t];
     double a[4] = {0, 0, 0, 0};
@@ -52,16 +52,6 @@ direct_sample_f64(const float4* __restrict__ pos, int n, const int* __restrict__
         const double rinv = 1.0 / sqrt(r2), mr = q.w * rinv, mr3 = mr * rinv * rinv;
         a[0] += mr3 * dx; a[1] += mr3 * dy; a[2] += mr3 * dz; a[3] -= mr;
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        for (int o = 16; o > 0; o >>= 1) a[k] += __shfl_xor_sync(FULL_MASK, a[k], o);
-        if (lane == 0) s[k][warp] = a[k];
-    }
-    __syncthreads();
-    if (threadIdx.x < 4) {
-        double v = 0;
-        for (int w = 0; w < (int)(blockDim.x / 32); w++) v += s[threadIdx.x][w];
-        out[blockIdx.x * 4 + threadIdx.x] = G * v;
-    }
+    const double v = block_sum_f64<4>(a, s);
+    if (threadIdx.x < 4) out[blockIdx.x * 4 + threadIdx.x] = G * v;
 }

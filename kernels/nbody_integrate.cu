@@ -33,26 +33,15 @@ energy_sums(const float4* __restrict__ pos, const float4* __restrict__ vel,
             const float4* __restrict__ acc, int n, double* sums)
 {
     __shared__ double s[2][8];
-    double ek = 0, ep = 0;
+    double e[2] = {0, 0};
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         const float4 v = vel[i];
         const double m = pos[i].w;
-        ek += 0.5 * m * ((double)v.x * v.x + (double)v.y * v.y + (double)v.z * v.z);
-        ep += 0.5 * m * (double)acc[i].w;
+        e[0] += 0.5 * m * ((double)v.x * v.x + (double)v.y * v.y + (double)v.z * v.z);
+        e[1] += 0.5 * m * (double)acc[i].w;
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int o = 16; o > 0; o >>= 1) {
-        ek += __shfl_xor_sync(FULL_MASK, ek, o);
-        ep += __shfl_xor_sync(FULL_MASK, ep, o);
-    }
-    if (lane == 0) { s[0][warp] = ek; s[1][warp] = ep; }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double a = 0, b = 0;
-        for (int w = 0; w < (int)(blockDim.x / 32); w++) { a += s[0][w]; b += s[1][w]; }
-        atomicAdd(&sums[0], a);
-        atomicAdd(&sums[1], b);
-    }
+    const double t = block_sum_f64<2>(e, s);
+    if (threadIdx.x < 2) atomicAdd(&sums[threadIdx.x], t);
 }
 
 // sums[0..3] += sum m x, m y, m z, m over the particles whose original index is marked in mask
@@ -69,17 +58,8 @@ masked_com(const float4* __restrict__ pos, const unsigned* __restrict__ ids,
         const double m = p.w;
         a[0] += m * p.x; a[1] += m * p.y; a[2] += m * p.z; a[3] += m;
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int k = 0; k < 4; k++) {
-        for (int o = 16; o > 0; o >>= 1) a[k] += __shfl_xor_sync(FULL_MASK, a[k], o);
-        if (lane == 0) s[k][warp] = a[k];
-    }
-    __syncthreads();
-    if (threadIdx.x < 4) {
-        double t = 0;
-        for (int w = 0; w < (int)(blockDim.x / 32); w++) t += s[threadIdx.x][w];
-        atomicAdd(&sums[threadIdx.x], t);
-    }
+    const double t = block_sum_f64<4>(a, s);
+    if (threadIdx.x < 4) atomicAdd(&sums[threadIdx.x], t);
 }
 
 // Geometric centre and size (x, y, z, size) of cells [c0, c1) for the octree overlay.

@@ -55,6 +55,17 @@ __device__ __forceinline__ int expand(int first, int cnt, int lane, int* s_scan,
     return total;
 }
 
+// Drop the first n of a warp's list of count entries (< 64): the rest move to the front.
+__device__ __forceinline__ int drop_front(int* list, int count, int n, int lane)
+{
+    const int rest = count - n;
+    const int v = lane < rest ? list[n + lane] : 0;
+    __syncwarp();
+    if (lane < rest) list[lane] = v;
+    __syncwarp();
+    return rest;
+}
+
 // GUARD: eps == 0, so a particle's pair with itself has r2 = 0 and must give nothing (as must
 // a pair closer than 1e-19, whose r2 the ftz rsqrt flushes to 0).
 template <int NI, bool GUARD>
@@ -170,24 +181,14 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
         __syncwarp();
         eval_pc<NI>(sh, n, x, y, z, A.eps2, ax, ay, az, pot);
         e_pc += n;
-        const int rest = npc - n;
-        const int v = lane < rest ? sh.pc[n + lane] : 0;
-        __syncwarp();
-        if (lane < rest) sh.pc[lane] = v;
-        npc = rest;
-        __syncwarp();
+        npc = drop_front(sh.pc, npc, n, lane);
     };
     auto flush_pp = [&](int n) {
         if (lane < n) sh.ta[lane] = A.pos[sh.pp[lane]];
         __syncwarp();
         eval_pp<NI, GUARD>(sh, n, x, y, z, A.eps2, ax, ay, az, pot);
         e_pp += n;
-        const int rest = npp - n;
-        const int v = lane < rest ? sh.pp[n + lane] : 0;
-        __syncwarp();
-        if (lane < rest) sh.pp[lane] = v;
-        npp = rest;
-        __syncwarp();
+        npp = drop_front(sh.pp, npp, n, lane);
     };
 
     while (top > 0) {

@@ -10,14 +10,21 @@ N = 2000
 WAIT_MS = 20_000
 
 
-@pytest.fixture
-def window(qtbot):
-    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+def open_window(qtbot):
+    from galaxyview.app.window import MainWindow, ViewOptions
 
     w = MainWindow(ViewOptions(backend="cpu"))
     w.open_source("plummer", N)
     qtbot.addWidget(w)
     w.show()
+    return w
+
+
+@pytest.fixture
+def window(qtbot):
+    from galaxyview.app.window import wait_for_workers
+
+    w = open_window(qtbot)
     qtbot.waitExposed(w)
     qtbot.waitUntil(lambda: w.step_frames == 0 and w.energy_error is not None, timeout=WAIT_MS)
     yield w
@@ -197,12 +204,9 @@ def test_open_another_scene_and_particle_count(window, qtbot):
 
 
 def test_window_closes_cleanly(qtbot):
-    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+    from galaxyview.app.window import wait_for_workers
 
-    w = MainWindow(ViewOptions(backend="cpu"))
-    w.open_source("plummer", N)
-    qtbot.addWidget(w)
-    w.show()
+    w = open_window(qtbot)
     w.set_playing(True)
     qtbot.waitUntil(lambda: w.step_frames >= 1, timeout=WAIT_MS)
     worker = w.worker

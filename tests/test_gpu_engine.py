@@ -3,14 +3,11 @@ import numpy as np
 import pytest
 
 from galaxyview.engines.base import PHASES
-from galaxyview.engines.gpu.probe import unavailable_reason
 from galaxyview.errors import EngineError, ParameterError
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(unavailable_reason() is not None,
-                                 reason=f"GPU engine unavailable: {unavailable_reason()}")]
+pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture()

@@ -1,6 +1,5 @@
 """GPU engine pieces that need no GPU: kernel signatures, import without pycuda, compilation."""
 import re
-import shutil
 import subprocess
 
 import pytest

@@ -6,14 +6,11 @@ import pytest
 from galaxyview.engines.cpu.groups import make_groups
 from galaxyview.engines.cpu.multipoles import compute_multipoles
 from galaxyview.engines.cpu.tree import build_cells, sort_particles
-from galaxyview.engines.gpu.probe import unavailable_reason
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(unavailable_reason() is not None,
-                                 reason=f"GPU engine unavailable: {unavailable_reason()}")]
+pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")

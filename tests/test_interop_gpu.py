@@ -3,7 +3,6 @@ holds exactly the engine's positions, and drawing a frame copies nothing to the 
 import numpy as np
 import pytest
 
-from galaxyview.engines import gpu_unavailable_reason
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 
@@ -14,9 +13,6 @@ N = 20_000
 
 @pytest.fixture
 def gpu_scene():
-    reason = gpu_unavailable_reason()
-    if reason:
-        pytest.skip(f"no GPU engine here: {reason}")
     from galaxyview.engines.gpu.engine import GPUEngine
     from galaxyview.render.offscreen import OffscreenRenderer
 

@@ -5,7 +5,6 @@ import imageio_ffmpeg
 import numpy as np
 import pytest
 
-from galaxyview.engines import gpu_unavailable_reason
 from galaxyview.movie.encoder import MovieWriter
 from galaxyview.movie.recorder import RecordOptions, record_frames, record_simulation
 
@@ -16,9 +15,6 @@ SIZE = (320, 180)
 
 @pytest.fixture(scope="module")
 def gpu_sim():
-    reason = gpu_unavailable_reason()
-    if reason:
-        pytest.skip(f"no GPU engine here: {reason}")
     from galaxyview.simulation import open_simulation
 
     sim = open_simulation("mw-andromeda", "gpu", 65536)

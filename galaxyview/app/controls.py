@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtCore import QSignalBlocker, Qt, pyqtSignal
 from PyQt6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QSlider, QWidget
 
 SLIDER_STEPS = 1000
@@ -32,7 +32,6 @@ class NumberControl(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.slider, 3)
         layout.addWidget(self.spin, 2)
-        self._quiet = False
         self.set_value(value)
         self.spin.valueChanged.connect(self._spin_changed)
         self.slider.valueChanged.connect(self._slider_moved)
@@ -61,27 +60,18 @@ class NumberControl(QWidget):
 
     def set_value(self, value: float) -> None:
         """Show `value` without committing it."""
-        self._quiet = True
-        try:
+        with QSignalBlocker(self.spin), QSignalBlocker(self.slider):
             self.spin.setValue(value)
             self.slider.setValue(self.to_slider(value))
-        finally:
-            self._quiet = False
 
     def _spin_changed(self, value: float) -> None:
-        if self._quiet:
-            return
-        self._quiet = True
-        self.slider.setValue(self.to_slider(value))
-        self._quiet = False
+        with QSignalBlocker(self.slider):
+            self.slider.setValue(self.to_slider(value))
         self.committed.emit(value)
 
     def _slider_moved(self, pos: int) -> None:
-        if self._quiet:
-            return
-        self._quiet = True
-        self.spin.setValue(self.from_slider(pos))
-        self._quiet = False
+        with QSignalBlocker(self.spin):
+            self.spin.setValue(self.from_slider(pos))
         if not self.slider.isSliderDown():  # keys and clicks on the groove commit at once
             self.committed.emit(self.spin.value())
 

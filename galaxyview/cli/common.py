@@ -28,11 +28,15 @@ dt_type = _checked(check_dt)
 eps_type = _checked(check_eps)
 
 
-def count_type(text: str) -> int:
+def whole_number(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def count_type(text: str) -> int:
+    value = whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value

@@ -46,10 +46,7 @@ def seconds_type(text: str) -> float:
 
 
 def crf_type(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = common.whole_number(text)
     if not 0 <= value <= 51:
         raise argparse.ArgumentTypeError(f"crf must be in 0..51, got {value}")
     return value

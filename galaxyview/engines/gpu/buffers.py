@@ -38,7 +38,7 @@ class Buffers:
         self.cell_cap = 0
         self.group_cap = 0
         self.walk_grid = 0
-        self.walk_threads = 256
+        self.walk_threads = 0
 
     # -- allocation ------------------------------------------------------------------------
     def _alloc(self, name: str, nbytes: int, zero: bool = False) -> None:
@@ -74,7 +74,7 @@ class Buffers:
         self._sizes.clear()
 
     # -- sizing ----------------------------------------------------------------------------
-    def ensure(self, n: int, n_sm: int, walk_blocks_per_sm: int, walk_threads: int = 256) -> None:
+    def ensure(self, n: int, n_sm: int, walk_blocks_per_sm: int, walk_threads: int) -> None:
         """Room for n particles (grown by 1.25x beyond the last capacity)."""
         if n > self.n_cap:
             self.n_cap = n if self.n_cap == 0 else max(n, int(1.25 * self.n_cap))

@@ -15,6 +15,7 @@ import numpy as np
 from galaxyview.engines.base import PHASES, Energies, Engine, StepStats
 from galaxyview.engines.gpu import probe
 from galaxyview.engines.gpu.buffers import MAX_LEVEL, Buffers
+from galaxyview.engines.gpu.phases import run_force
 from galaxyview.errors import EngineError
 from galaxyview.model.state import ParticleState
 
@@ -162,7 +163,7 @@ class GPUEngine(Engine):
     def step(self, n: int = 1) -> None:
         if not self._n:
             raise EngineError("no particles loaded: load a scene before stepping")
-        cuda, k, ev = self._cuda, self.kernels, self._events
+        k, ev = self.kernels, self._events
         hdt, dt = 0.5 * self.params.dt, self.params.dt
         with self._active():
             for _ in range(n):
@@ -174,9 +175,7 @@ class GPUEngine(Engine):
                 self._force(ev)
                 self._kick(hdt)
                 ev[6].record()
-                cuda.memcpy_dtoh_async(self._host_status, self.buf.ptr("status"))
-                ev[7].record()
-                self._wait(ev[7])
+                self._read_status()
                 while self._check_status():  # the tree outgrew its arrays: grown, redo
                     self._force(None)
                     self._kick(hdt)
@@ -297,8 +296,6 @@ class GPUEngine(Engine):
         return t
 
     def _force(self, ev) -> None:
-        from galaxyview.engines.gpu.phases import run_force
-
         run_force(self, ev)
         self._have_tree = self.gravity == "tree"
 
