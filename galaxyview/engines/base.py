@@ -1,7 +1,12 @@
-"""The one engine interface the rest of galaxyview talks to."""
+"""The one engine interface the rest of galaxyview talks to.
+
+Everything render, app, movie, jobs and cli may use of an engine is declared here; physics
+modules (integrators, boundaries, collisions) talk to an engine through `engines.system`.
+"""
 from __future__ import annotations
 
 import abc
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,14 +57,17 @@ class Energies:
 
 
 class Engine(abc.ABC):
-    """A gravity solver plus a shared-time-step kick-drift-kick leapfrog.
+    """A gravity solver plus the physics modules chosen by name in `params`: an integrator
+    (`params.integrator`), a boundary (`params.boundary`) and a collision module
+    (`params.collision`), looked up in `engines.modules`.
 
     Life cycle: `engine.load(state)`, then `engine.step(n)` any number of times; theta, dt and
     eps may change between steps through `set_params` (no reload). `gravity` is "tree"
     (Barnes-Hut, Bonsai's algorithm) or "direct" (all pairs).
     """
 
-    name: str = "?"  # "cpu" or "gpu"
+    name: str = "?"  # "cpu" or "gpu": a label for reports, never a switch outside engines
+    on_gpu: bool = False  # the work runs on a CUDA device (device_view() gives its arrays)
 
     def __init__(self, params: Params | None = None, gravity: str = "tree"):
         if gravity not in ("tree", "direct"):
@@ -74,6 +82,12 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def device_name(self) -> str:
         """What runs the work, for display: 'CPU (numpy)' or the GPU's name."""
+
+    @property
+    def modules(self) -> dict:
+        """The physics modules in use by kind: {'integrator': 'leapfrog', ...}."""
+        p = self.params
+        return {"integrator": p.integrator, "boundary": p.boundary, "collision": p.collision}
 
     # -- state -------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -109,7 +123,7 @@ class Engine(abc.ABC):
     # -- work --------------------------------------------------------------------------------
     @abc.abstractmethod
     def step(self, n: int = 1) -> None:
-        """Advance n kick-drift-kick steps of size params.dt."""
+        """Advance n steps of the integrator (each of size params.dt for a shared step)."""
 
     @abc.abstractmethod
     def accelerations(self) -> tuple[np.ndarray, np.ndarray]:
@@ -128,6 +142,27 @@ class Engine(abc.ABC):
         if state.mass[mask].sum() <= 0:  # massless selection: the plain mean
             return state.pos[mask].astype(np.float64).mean(axis=0)
         return diagnostics.centre_of_mass(state.pos[mask], state.mass[mask])
+
+    # -- capabilities for render, app, movie and jobs ------------------------------------------
+    def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray | None:
+        """(M, 4) float32 centre x, y, z and size of the cells of levels level_lo..level_hi
+        (inclusive) of the last tree; None when the engine keeps no tree (direct gravity,
+        nothing loaded)."""
+        return None
+
+    def device_view(self):
+        """A `galaxyview.cuda.DeviceView` (the CUDA context and the current device arrays) for
+        drawing straight from device memory; None for an engine whose state lives on the host."""
+        return None
+
+    def device_memory_bytes(self) -> int | None:
+        """Device memory the engine holds; None for a host engine."""
+        return None
+
+    def activate(self):
+        """A context manager making the engine's device current on the calling thread (a
+        no-op on the CPU). Threads other than the creator's wrap engine calls in it."""
+        return contextlib.nullcontext()
 
     def close(self) -> None:
         """Free resources (device memory); the engine is unusable afterwards."""

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 from galaxyview.errors import ParameterError
 
 THETA_MAX = 1.5
+MODULE_KINDS = ("integrator", "boundary", "collision")
+_MODULE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 
 
 @dataclass(frozen=True)
@@ -19,6 +22,8 @@ class Params:
     n_leaf: most particles in a leaf cell (cells at the deepest key level may hold more)
     n_crit: most particles in a group that walks the tree together
     G: gravitational constant (1 in N-body units)
+    integrator, boundary, collision: the physics modules by name (engines.modules lists them;
+    the engine checks the names when it is created)
     """
 
     theta: float = 0.75
@@ -27,6 +32,9 @@ class Params:
     n_leaf: int = 16
     n_crit: int = 64
     G: float = 1.0
+    integrator: str = "leapfrog"
+    boundary: str = "open"
+    collision: str = "none"
 
     def __post_init__(self):
         check_theta(self.theta)
@@ -40,6 +48,8 @@ class Params:
             )
         if not (_finite(self.G) and self.G > 0):
             raise ParameterError(f"G must be a positive number, got {self.G!r}")
+        for kind in MODULE_KINDS:
+            check_module_name(kind, getattr(self, kind))
 
     def with_(self, **changes) -> "Params":
         """A copy with some values changed (None values are ignored), checked again."""
@@ -72,3 +82,12 @@ def check_eps(eps) -> float:
     if not (_finite(eps) and float(eps) >= 0):
         raise ParameterError(f"eps (softening) must be >= 0, got {eps!r}")
     return float(eps)
+
+
+def check_module_name(kind: str, name) -> str:
+    """A physics module's name: lower-case letters, digits, '-' and '_' (the engine checks
+    that a module of that name exists)."""
+    if not (isinstance(name, str) and _MODULE_NAME.fullmatch(name)):
+        raise ParameterError(f"{kind} must be a module name such as 'leapfrog' (lower-case "
+                             f"letters, digits, '-', '_'), got {name!r}")
+    return name
