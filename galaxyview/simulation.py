@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from galaxyview.engines import create_engine, resolve_backend
+from galaxyview.engines import create_engine, modules, resolve_backend
 from galaxyview.engines.base import Engine
+from galaxyview.errors import EngineError, SceneError
 from galaxyview.model.params import Params
 from galaxyview.model.scene import load_initial_state
 from galaxyview.model.state import ParticleState
@@ -38,18 +39,23 @@ class Simulation:
 
 def open_simulation(source: str, backend: str = "auto", n: int | None = None,
                     theta: float | None = None, dt: float | None = None,
-                    eps: float | None = None, gravity: str = "tree") -> Simulation:
+                    eps: float | None = None, gravity: str = "tree", device: int = 0,
+                    integrator: str | None = None, boundary: str | None = None,
+                    collision: str | None = None) -> Simulation:
     """Load `source` (a scene name, a .toml file or a Tipsy snapshot), pick the engine and load it.
 
     The scene's default particle count depends on the engine, so the backend is resolved first.
+    integrator, boundary, collision: physics modules by name (default: the scene's).
     """
-    kind, why = resolve_backend(backend)
+    kind, why = resolve_backend(backend, device)
     state, scene = load_initial_state(source, n, kind)
     name = scene.name if scene else Path(source).stem
     base = scene.params if scene else Params()
     units = scene.units if scene else None
-    params = base.with_(theta=theta, dt=dt, eps=eps)
-    engine, named = create_engine(kind, params, gravity=gravity)
+    chosen = dict(integrator=integrator, boundary=boundary, collision=collision)
+    params = base.with_(theta=theta, dt=dt, eps=eps, **chosen)
+    _check_modules(params, kind, scene, chosen)
+    engine, named = create_engine(kind, params, gravity=gravity, device=device)
     why = named if kind == "gpu" else why  # the GPU's name, or why the CPU runs
     try:
         engine.load(state)
@@ -57,3 +63,14 @@ def open_simulation(source: str, backend: str = "auto", n: int | None = None,
         engine.close()
         raise
     return Simulation(name, engine, state, why, units, scene)
+
+
+def _check_modules(params: Params, kind: str, scene, chosen: dict) -> None:
+    """An unknown module name fails before any work, naming the scene key it came from."""
+    for what, registry in modules.REGISTRIES.items():
+        try:
+            registry.get(getattr(params, what), kind)
+        except EngineError as exc:
+            if scene is None or chosen[what] is not None:
+                raise
+            raise SceneError(f"{scene.source}: params.{what}: {exc}") from None

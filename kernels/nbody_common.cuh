@@ -3,20 +3,13 @@
 #include <stdint.h>
 
 #define FULL_MASK 0xffffffffu
-#define MAX_LEVEL 21
-
-// Status words (status[] of the engine, 64-bit).
-#define ST_PP 0          // particle-particle interactions of the last walk
-#define ST_PC 1          // particle-cell interactions
-#define ST_FLAGS 2       // overflow bits below
-#define ST_CELLS 3       // cells built
-#define ST_GROUPS 4      // groups built
-#define ST_WALK_NEXT 5   // next group for the persistent walk
-#define ST_TILE0 8       // tile counters of the look-back launches of one step (ST_TILE0 + slot)
-#define FLAG_CELLS 1u    // cell arrays too small
-#define FLAG_GROUPS 2u   // group arrays too small
-#define FLAG_STACK 4u    // a walk stack overflowed
-#define FLAG_NONFINITE 8u  // a position is NaN or infinite
+// MAX_LEVEL, the status words ST_*, the FLAG_* bits, STACK_CAP and the sort and scan tile
+// sizes come from galaxyview/engines/gpu/constants.py as nvcc -D flags (defined once).
+#if !defined(MAX_LEVEL) || !defined(ST_FLAGS) || !defined(FLAG_NONFINITE) || !defined(STACK_CAP) \
+    || !defined(SORT_TILE) || !defined(SCAN_TILE)
+#error "compile the kernels through galaxyview (engines/gpu/constants.py passes the constants)"
+#endif
+static_assert(SCAN_THREADS == 256 && RADIX == SORT_THREADS, "block_excl_scan256, radix_hist");
 
 __device__ __forceinline__ int warp_incl_scan(int v, int lane)
 {

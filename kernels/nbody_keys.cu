@@ -89,11 +89,6 @@ extern "C" __global__ void make_keys(const float4* __restrict__ pos, int n,
 }
 
 // ---- radix sort ---------------------------------------------------------------------------
-#define SORT_THREADS 256
-#define SORT_ITEMS 16
-#define SORT_TILE (SORT_THREADS * SORT_ITEMS)
-#define RADIX 256
-
 // counts[d * ntiles + tile] = occurrences of digit d in the tile
 extern "C" __global__ void __launch_bounds__(SORT_THREADS)
 radix_hist(const unsigned long long* __restrict__ keys, int n, int shift,
@@ -112,15 +107,14 @@ radix_hist(const unsigned long long* __restrict__ keys, int n, int shift,
 }
 
 // Exclusive scan of `n` uint32 (single pass, look-back): out may alias in.
-#define SCAN_ITEMS 8
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 scan_excl(const unsigned* in, unsigned* out, int n, unsigned long long* desc,
           unsigned long long* counter, unsigned epoch)
 {
     __shared__ int scratch[9];
     __shared__ unsigned s_prefix;
     __shared__ int s_tile;
-    const int per_tile = 256 * SCAN_ITEMS;
+    const int per_tile = SCAN_TILE;
     const int ntiles = (n + per_tile - 1) / per_tile;
     for (int tile = next_tile(counter, &s_tile); tile < ntiles; tile = next_tile(counter, &s_tile)) {
         const int base = tile * per_tile + threadIdx.x * SCAN_ITEMS;

@@ -7,7 +7,6 @@
 #define WALK_THREADS 256
 #endif
 #define WALK_WARPS (WALK_THREADS / 32)
-#define STACK_CAP 8192
 #ifndef WALK_MIN_BLOCKS
 #define WALK_MIN_BLOCKS 3  // blocks per SM: <= 80 registers, no spills (2 blocks: 8% slower)
 #endif

@@ -99,7 +99,7 @@ def test_run_out_refuses_a_missing_folder_before_work(capsys, tmp_path):
 def test_gpu_backend_without_gpu_says_why(capsys, monkeypatch):
     import galaxyview.engines as engines
 
-    monkeypatch.setattr(engines, "gpu_unavailable_reason", lambda: "no CUDA device found")
+    monkeypatch.setattr(engines, "gpu_unavailable_reason", lambda device=0: "no CUDA device found")
     code, _, err = run_cli(capsys, "run", "plummer", "--backend", "gpu", "--steps", "1")
     assert code == 2 and "no CUDA device found" in err and "--backend cpu" in err
     code, out, err = run_cli(capsys, "run", "plummer", "--n", "256", "--steps", "1", "--json")

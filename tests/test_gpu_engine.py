@@ -86,23 +86,21 @@ def test_params_change_between_steps(engine):
         engine.set_params(theta=-1)
 
 
-def test_device_arrays_hold_current_particles(engine):
+def test_device_view_holds_current_particles(engine):
     import pycuda.driver as cuda
 
     state = plummer_sphere(10000, np.random.default_rng(10))
     state.component[::2] = 1
     engine.load(state)
     engine.step(1)
-    arrays = engine.device_arrays()
-    assert arrays["n"] == state.n
-    engine.context.push()
-    try:
+    view = engine.device_view()
+    arrays = view.particles()
+    assert arrays.n == state.n and view.ordinal == engine.ordinal
+    with engine.activate():
         p4 = np.empty((state.n, 4), np.float32)
         v4 = np.empty((state.n, 4), np.float32)
-        cuda.memcpy_dtoh(p4, arrays["pos4"])
-        cuda.memcpy_dtoh(v4, arrays["vel4"])
-    finally:
-        cuda.Context.pop()
+        cuda.memcpy_dtoh(p4, arrays.pos4)
+        cuda.memcpy_dtoh(v4, arrays.vel4)
     out = engine.state()
     key = lambda a: np.lexsort(a.T)  # noqa: E731  (order-free comparison)
     np.testing.assert_array_equal(p4[key(p4[:, :3])][:, :3], out.pos[key(out.pos)])
@@ -138,12 +136,9 @@ def test_errors_are_clear(engine):
     with pytest.raises(EngineError, match="load"):
         engine.step()
     engine.load(plummer_sphere(5000, np.random.default_rng(1)))
-    engine.context.push()
-    try:  # corrupt one position on the device
-        cuda.memcpy_htod(engine.device_arrays()["pos4"] + 16 * 123,
+    with engine.activate():  # corrupt one position on the device
+        cuda.memcpy_htod(engine.device_view().particles().pos4 + 16 * 123,
                          np.array([np.nan, 0, 0, 1e-4], np.float32))
-    finally:
-        cuda.Context.pop()
     with pytest.raises(EngineError, match="non-finite"):
         engine.step()
 

@@ -1,58 +1,96 @@
-"""GPU engine pieces that need no GPU: kernel signatures, import without pycuda, compilation."""
+"""GPU engine pieces that need no GPU: kernel signatures read off the sources, the shared
+constants, import without pycuda, compilation with nvcc where it is installed."""
 import re
 import subprocess
 
 import pytest
 
-from galaxyview.engines.gpu import module, probe
+from galaxyview.cuda import probe
+from galaxyview.cuda.compile import defines_flags, kernel_formats
+from galaxyview.engines.gpu import constants, module
+from galaxyview.errors import EngineError
+from galaxyview.resources import kernels_dir
 
-CTYPES = {"int": "i", "unsigned": "I", "float": "f", "double": "d"}
+LEAPFROG = [("integrator_leapfrog.cu", module.read_kernel("integrator_leapfrog.cu"))]
+
+# The launch formats as they were declared by hand before they were read off the sources.
+EXPECTED = {
+    "bbox_partial": "PiPP", "bbox_final": "PiP", "make_keys": "PiPPP", "radix_hist": "PiiPi",
+    "scan_excl": "PPiPPI", "radix_scatter": "PPPPiiPPi", "reorder": "PiPPPPPP",
+    "tree_init": "iPPPPP", "build_level": "iiiPPPPPPPPPPPI", "make_groups": "iiiiPPPPPPPI",
+    "multipoles_level": "idPPPPPPPPPPPPPP", "walk": "PPPPPPPPPPffi", "direct_forces": "PiffP",
+    "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "kick": "PPif",
+    "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
+}
 
 
-def kernel_params(source: str) -> dict:
-    """name -> pycuda format letters of each extern "C" kernel's parameters."""
-    out = {}
-    pattern = r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(([^)]*)\)'
-    for name, params in re.findall(pattern, source):
-        letters = ""
-        for p in params.split(","):
-            p = p.replace("__restrict__", "").replace("const", "").strip()
-            letters += "P" if "*" in p else CTYPES[p.split()[0]]
-        out[name] = letters
-    return out
+def test_launch_formats_are_read_off_the_kernel_sources():
+    assert kernel_formats(module.source_text(LEAPFROG)) == EXPECTED
+    render = kernel_formats((kernels_dir() / "render_pack.cu").read_text())
+    assert render == {"pack_vertices": "PPPiQ"}
+    assert kernel_formats((kernels_dir() / "render_splat.cu").read_text()) == {"splat": "PiPPii"}
 
 
-def test_signatures_match_kernel_sources():
-    params = kernel_params(module.source_text())
-    assert set(params) == set(module.SIGNATURES)
-    for name, sig in module.SIGNATURES.items():
-        assert params[name] == sig, name
+def test_signature_parser_on_its_own():
+    src = '''
+    // extern "C" __global__ void commented(int a) {}
+    /* extern "C" __global__ void blocked(float b) {} */
+    extern "C" __global__ void __launch_bounds__(128, 2)
+    k(const float4* __restrict__ p, unsigned long long s, const double d,
+      unsigned int u, long long q) {}
+    '''
+    assert kernel_formats(src) == {"k": "PQdIq"}
+    with pytest.raises(EngineError, match="float3 v"):
+        kernel_formats('extern "C" __global__ void bad(float3 v) {}')
+
+
+def test_shared_constants_are_defined_once():
+    text = module.source_text(LEAPFROG)
+    used = set(re.findall(r"\b((?:ST|FLAG)_[A-Z0-9_]+|MAX_LEVEL|STACK_CAP|SORT_\w+|SCAN_\w+|RADIX)\b",
+                          text))
+    defines = constants.defines()
+    assert used <= set(defines), used - set(defines)
+    defined_in_c = set(re.findall(r"#define\s+(\w+)", text))
+    assert not defined_in_c & set(defines), defined_in_c & set(defines)
+    assert defines["SORT_TILE"] == defines["SORT_THREADS"] * defines["SORT_ITEMS"]
+    assert constants.MAX_LEVEL == 21
 
 
 def test_probe_gives_a_reason_or_none():
-    reason = probe.unavailable_reason()
-    assert reason is None or (isinstance(reason, str) and "\n" not in reason and reason)
+    for ordinal in (0, 1000):
+        reason = probe.unavailable_reason(ordinal)
+        assert reason is None or (isinstance(reason, str) and "\n" not in reason and reason)
+    assert probe.unavailable_reason(1000) is not None  # no machine has 1001 GPUs
 
 
-@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
-def test_kernels_compile(tmp_path, arch):
+def _nvcc(tmp_path, text, arch, *flags):
     nvcc = probe.find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc not installed")
     src = tmp_path / "all.cu"
-    src.write_text(module.source_text())
-    run = subprocess.run([nvcc, f"-arch={arch}", "-std=c++17", "-O3", "-cubin", str(src), "-o",
-                          str(tmp_path / "all.cubin"), "-Xptxas", "-v"],
-                         capture_output=True, text=True)
+    src.write_text(text)
+    return subprocess.run([nvcc, f"-arch={arch}", "-std=c++17", "-O3", "-cubin", str(src), "-o",
+                           str(tmp_path / "all.cubin"), "-Xptxas", "-v", *flags],
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_kernels_compile(tmp_path, arch):
+    run = _nvcc(tmp_path, module.source_text(LEAPFROG), arch,
+                *defines_flags(constants.defines()))
     assert run.returncode == 0, run.stderr[-2000:]
     walk = run.stderr.split("Compiling entry function 'walk'")[1].split("Compiling")[0]
     assert "0 bytes spill stores" in walk  # the walk keeps its interaction state on chip
 
 
+def test_kernels_refuse_to_compile_without_the_constants(tmp_path):
+    run = _nvcc(tmp_path, module.source_text(), "sm_90")
+    assert run.returncode != 0 and "engines/gpu/constants.py" in run.stderr
+
+
 def test_no_gpu_gives_a_clear_engine_error():
     from galaxyview.engines import create_engine
     from galaxyview.engines.gpu.engine import GPUEngine
-    from galaxyview.errors import EngineError
 
     reason = probe.unavailable_reason()
     if reason is None:

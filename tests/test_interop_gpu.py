@@ -28,14 +28,12 @@ def gpu_scene():
 def _device_pos4(engine):
     import pycuda.driver as cuda
 
-    from galaxyview.render.sources import _ptr, pushed
-
-    arrays = engine.device_arrays()
-    pos4 = np.empty((int(arrays["n"]), 4), np.float32)
+    arrays = engine.device_view().particles()
+    pos4 = np.empty((arrays.n, 4), np.float32)
     vel4 = np.empty_like(pos4)
-    with pushed(engine.context):
-        cuda.memcpy_dtoh(pos4, _ptr(arrays["pos4"]))
-        cuda.memcpy_dtoh(vel4, _ptr(arrays["vel4"]))
+    with engine.activate():
+        cuda.memcpy_dtoh(pos4, arrays.pos4)
+        cuda.memcpy_dtoh(vel4, arrays.vel4)
     return pos4, vel4
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from galaxyview.engines import BACKENDS
+from galaxyview.engines import BACKENDS, module_names
 from galaxyview.errors import ParameterError
 from galaxyview.model.params import check_dt, check_eps, check_theta
 
@@ -42,10 +42,20 @@ def count_type(text: str) -> int:
     return value
 
 
+def device_type(text: str) -> int:
+    value = whole_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a CUDA device number is >= 0, got {value}")
+    return value
+
+
 def add_backend(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
                         help="engine: gpu (CUDA via pycuda), cpu (numpy), or auto: the GPU when "
                              "pycuda and a CUDA device are usable (default: auto)")
+    parser.add_argument("--device", type=device_type, default=0, metavar="N",
+                        help="CUDA device number of the GPU engine, as nvidia-smi lists them "
+                             "(default: 0)")
 
 
 def add_physics(parser: argparse.ArgumentParser) -> None:
@@ -56,3 +66,12 @@ def add_physics(parser: argparse.ArgumentParser) -> None:
                         "(default: the scene's)")
     parser.add_argument("--n", type=count_type, help="particle count (scenes rescale; default: "
                         "the scene's default for the engine in use)")
+    for what in ("integrator", "boundary", "collision"):
+        parser.add_argument(f"--{what}", choices=module_names(what),
+                            help=f"{what} module (default: the scene's)")
+
+
+def engine_options(args: argparse.Namespace) -> dict:
+    """The keyword arguments of open_simulation that add_backend and add_physics parsed."""
+    return {"device": args.device, "integrator": args.integrator, "boundary": args.boundary,
+            "collision": args.collision}

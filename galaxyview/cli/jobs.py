@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from galaxyview.cli import common
 from galaxyview.cli.main import print_json
 from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path
@@ -45,7 +46,8 @@ def cmd_run(args) -> int:
     from galaxyview.simulation import open_simulation
 
     check_out(args.out, args.overwrite)
-    sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps)
+    sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
+                          **common.engine_options(args))
     try:
         _say(args, f"{sim.name}: {sim.engine.n} particles, {sim.why}")
         with progress_bar(args.steps, sim.name) as update:

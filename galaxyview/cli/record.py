@@ -105,7 +105,8 @@ def run_record(args) -> int:
                              crf=options.crf, preset=options.preset)
         from galaxyview.simulation import open_simulation
 
-        sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps)
+        sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
+                              **common.engine_options(args))
     except GalaxyviewError as exc:
         if writer is not None:
             writer.abort()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from galaxyview.errors import ParameterError
 
 THETA_MAX = 1.5
+TREE_MAX_LEVEL = 21  # deepest octree level: 63-bit Morton keys, 21 bits per axis
 MODULE_KINDS = ("integrator", "boundary", "collision")
 _MODULE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 

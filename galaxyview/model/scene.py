@@ -2,7 +2,8 @@
 
   [scene]  name, description, seed, n_cpu, n_gpu
   [units]  optional: length_kpc, mass_1e10msun (without it: N-body units)
-  [params] optional: theta, dt, eps (N-body units; defaults from Params)
+  [params] optional: theta, dt, eps (N-body units; defaults from Params); integrator,
+           boundary, collision (physics modules by name)
   [model]  type = "<registered model>" plus that model's own keys
 docs/scene-format.md describes the format for users and model writers.
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from galaxyview.errors import GalaxyviewError, ParameterError, SceneError
 from galaxyview.model import ics, tipsy
-from galaxyview.model.params import THETA_MAX, Params
+from galaxyview.model.params import MODULE_KINDS, THETA_MAX, Params, check_module_name
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
 from galaxyview.model.validate import Table
@@ -114,8 +115,15 @@ def _params(table: Table | None) -> Params:
     theta = table.number("theta", default.theta, lo=0, hi=THETA_MAX, lo_open=True)
     dt = table.number("dt", default.dt, lo=0, lo_open=True)
     eps = table.number("eps", default.eps, lo=0)
+    names = {}
+    for kind in MODULE_KINDS:
+        name = table.string(kind, getattr(default, kind))
+        try:
+            names[kind] = check_module_name(kind, name)
+        except ParameterError as exc:
+            raise table.error(kind, name, str(exc)) from None
     table.finish()
-    return default.with_(theta=theta, dt=dt, eps=eps)
+    return default.with_(theta=theta, dt=dt, eps=eps, **names)
 
 
 # -- finding and loading ------------------------------------------------------------------------

@@ -15,20 +15,8 @@ def levels_from_sizes(sizes: np.ndarray, level_lo: int) -> np.ndarray:
 def engine_boxes(engine, level_lo: int, level_hi: int):
     """(boxes (M, 4): centre xyz and size, levels (M,)) of cells at levels level_lo..level_hi,
     or None when the engine keeps no tree (direct summation, nothing loaded yet)."""
-    if hasattr(engine, "tree_boxes"):  # the GPU engine: a host copy of the boxes
-        boxes = engine.tree_boxes(level_lo, level_hi)
-        if boxes is None:
-            return None
-        boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
-        return boxes, levels_from_sizes(boxes[:, 3], level_lo)
-    tree = getattr(engine, "tree", None)
-    if tree is None or getattr(tree, "center", None) is None:
+    boxes = engine.tree_boxes(level_lo, level_hi)
+    if boxes is None:
         return None
-    return tree_boxes(tree, level_lo, level_hi)
-
-
-def tree_boxes(tree, level_lo: int, level_hi: int):
-    """(boxes, levels) of a CPU tree's cells: geometric centre and size from the key prefix."""
-    pick = (tree.level >= level_lo) & (tree.level <= level_hi)
-    boxes = np.c_[tree.center[pick], tree.size[pick]].astype(np.float32)
-    return boxes, np.asarray(tree.level[pick], np.int32)
+    boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
+    return boxes, levels_from_sizes(boxes[:, 3], level_lo)

@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from galaxyview.errors import ParameterError
+from galaxyview.model.params import TREE_MAX_LEVEL as MAX_TREE_LEVEL
 from galaxyview.model.state import Component
 
 COLOUR_MODES = ("component", "speed")
 TONE_MAPS = ("exp", "reinhard", "linear")  # exp: 1 - exp(-x); linear: clipped
-MAX_TREE_LEVEL = 21
 
 # Per component: linear RGB and a brightness weight (dark matter halo faint, black hole bright).
 COMPONENT_COLOURS = {

@@ -1,11 +1,12 @@
 """Where the particle vertices come from: host upload (CPU engine) or CUDA-GL interop (GPU)."""
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
 
+from galaxyview.cuda.context import pushed
+from galaxyview.errors import EngineError
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
@@ -13,10 +14,6 @@ from galaxyview.resources import kernels_dir
 
 BLOCK = 256
 SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
-
-
-def is_gpu_engine(engine) -> bool:
-    return getattr(engine, "name", "") == "gpu" and hasattr(engine, "device_arrays")
 
 
 def speed_scale(vel: np.ndarray) -> float:
@@ -56,40 +53,27 @@ class HostSource:
         pass
 
 
-@contextlib.contextmanager
-def pushed(context):
-    """Make a pycuda context current on this thread for the block."""
-    context.push()
-    try:
-        yield
-    finally:
-        context.pop()
-
-
-def _ptr(x) -> int:
-    return int(getattr(x, "gpudata", x))
-
-
 class DeviceSource:
     """GPU path: the GL vertex buffer is registered with CUDA once; each refresh maps it, runs
-    kernels/render_pack.cu on the engine's pos4/vel4 and unmaps it: no host round trip. Drawing
+    kernels/render_pack.cu on the engine's pos4/vel4 (its DeviceView) and unmaps it: no host
+    round trip. Drawing
     then splats the light from that buffer with CUDA (render/splat.py), on a stream of its own,
     so it neither touches the engine's arrays nor waits for the engine's kernels."""
 
     path = "CUDA-GL interop"
 
-    def __init__(self, engine, renderer: ParticleRenderer, gl_context,
+    def __init__(self, engine, view, renderer: ParticleRenderer, gl_context,
                  stride: int = SHUFFLE_STRIDE):
         import pycuda.driver as cuda  # GPU machines only
 
-        self.engine, self.renderer, self.gl_context = engine, renderer, gl_context
+        self.engine, self.view = engine, view
+        self.renderer, self.gl_context = renderer, gl_context
         self.stride = stride  # vertex j is particle (j * stride) mod n; 1: the engine's order
         self.resource = None
         self.splatter, self.splat_error = None, None
-        with pushed(engine.context):
+        with pushed(view.context):
             self.stream = cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
-            self._pack = _compile("render_pack.cu").get_function("pack_vertices")
-            self._pack.prepare("PPPiQ")
+            self._pack = _compile("render_pack.cu")
             try:
                 from galaxyview.render.splat import CudaSplatter
 
@@ -111,9 +95,9 @@ class DeviceSource:
         """The engine's current particles into the vertex buffer (the engine must be idle)."""
         from galaxyview.render.interop import GLBufferResource
 
-        with pushed(self.engine.context):
-            arrays = self.engine.device_arrays()  # pointers move with each step's reorder
-            n = int(arrays["n"])
+        with pushed(self.view.context):
+            arrays = self.view.particles()  # pointers move with each step's reorder
+            n = arrays.n
             if self.resource is not None and n != self.renderer.count:
                 self.resource.unregister()  # before GL deletes the old buffer
                 self.resource = None
@@ -128,23 +112,23 @@ class DeviceSource:
                 if size < n * VERTEX_DTYPE.itemsize:
                     raise RenderError(f"GL vertex buffer holds {size} bytes, {n} particles "
                                       f"need {n * VERTEX_DTYPE.itemsize}")
-                self._pack.prepared_async_call((math.ceil(n / BLOCK), 1), (BLOCK, 1, 1),
-                                               self.stream, _ptr(arrays["pos4"]),
-                                               _ptr(arrays["vel4"]), ptr, n, int(self.stride))
+                self._pack.launch("pack_vertices", (math.ceil(n / BLOCK), 1, 1), (BLOCK, 1, 1),
+                                  arrays.pos4, arrays.vel4, ptr, n, int(self.stride),
+                                  stream=self.stream)
             finally:
                 self.resource.unmap(h)
             self.stream.synchronize()  # done reading pos4 before the engine's next step
 
     def light(self, camera, look, size, auto_speed_max: float):
         """The light texture for this view, splatted from the vertex buffer."""
-        with pushed(self.engine.context):
+        with pushed(self.view.context):
             return self.splatter.render_light(self.resource, self.renderer.count, camera,
                                               look, size, auto_speed_max)
 
     def close(self) -> None:
         if self.renderer.light_source is self:
             self.renderer.light_source = None
-        with pushed(self.engine.context):
+        with pushed(self.view.context):
             if self.splatter is not None:
                 self.splatter.release()
             if self.resource is not None:
@@ -154,22 +138,17 @@ class DeviceSource:
 
 def _compile(name: str):
     """A kernels/ file compiled for the current device (pycuda caches the binary)."""
-    import pycuda.driver as cuda
-    from pycuda.compiler import SourceModule
+    from galaxyview.cuda.compile import Module
 
-    from galaxyview.engines.gpu.probe import find_nvcc
-
-    major, minor = cuda.Context.get_device().compute_capability()
     try:
-        return SourceModule((kernels_dir() / name).read_text(), nvcc=find_nvcc() or "nvcc",
-                            no_extern_c=True, arch=f"sm_{major}{minor}", options=["-O3"])
-    except (cuda.CompileError, OSError) as exc:
-        raise RenderError(f"kernels/{name} did not compile ({exc}); check the CUDA toolkit, "
-                          "or use --backend cpu") from None
+        return Module((kernels_dir() / name).read_text(), what=f"renderer's kernels/{name}")
+    except EngineError as exc:
+        raise RenderError(str(exc)) from None
 
 
 def make_source(engine, renderer: ParticleRenderer, gl_context):
-    """The GPU interop path for the GPU engine, the host upload path for any other."""
-    if is_gpu_engine(engine):
-        return DeviceSource(engine, renderer, gl_context)
+    """The GPU interop path for an engine with a device view, the host upload path otherwise."""
+    view = engine.device_view()
+    if view is not None:
+        return DeviceSource(engine, view, renderer, gl_context)
     return HostSource(engine, renderer)

@@ -38,8 +38,7 @@ class CudaSplatter:
         import pycuda.driver as cuda
 
         self._cuda, self.gl_context, self.stream = cuda, gl_context, stream
-        self._kernel = module.get_function("splat")
-        self._kernel.prepare("PiPPii")  # prepared: less Python per launch
+        self._kernel = module.functions["splat"]  # prepared from its C signature
         self._params = cuda.mem_alloc(64 * 4)
         self._host_params = cuda.pagelocked_zeros(64, np.float32)
         self._buffers = {}  # size -> (texture, its CUDA registration, light buffer)

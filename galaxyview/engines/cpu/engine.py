@@ -1,4 +1,5 @@
-"""The CPU engine: numpy Barnes-Hut (or direct summation) plus kick-drift-kick leapfrog.
+"""The CPU engine: numpy Barnes-Hut (or direct summation) plus the physics modules named in
+its params (engines/modules.py).
 
 Positions and velocities are integrated in float64; the tree is built from float32 positions
 (the shared layout). It is the reference for the GPU engine and the fallback without a GPU.
@@ -9,17 +10,47 @@ from time import perf_counter
 
 import numpy as np
 
+from galaxyview.engines import modules
 from galaxyview.engines.base import PHASES, Energies, Engine, StepStats
 from galaxyview.engines.cpu.direct import direct_forces
 from galaxyview.engines.cpu.groups import make_groups
 from galaxyview.engines.cpu.multipoles import compute_multipoles
 from galaxyview.engines.cpu.tree import Tree, build_cells, sort_particles
 from galaxyview.engines.cpu.forces import tree_forces
+from galaxyview.engines.system import HostSystem
 from galaxyview.errors import EngineError
 from galaxyview.model import diagnostics
 from galaxyview.model.state import ParticleState
 
 _F32_MAX = float(np.finfo(np.float32).max)
+
+
+class _Particles(HostSystem):
+    """The CPU engine's system: its arrays and its force evaluation, for the modules."""
+
+    def __init__(self, engine: "CPUEngine"):
+        self._engine = engine
+        self.pos = self.vel = self.acc = self.pot = self.mass = self.radius = None
+        self.timings: dict = {}  # seconds by phase, summed over this step's force evaluations
+
+    @property
+    def params(self):
+        return self._engine.params
+
+    @property
+    def n(self) -> int:
+        return 0 if self.mass is None else len(self.mass)
+
+    def forces(self, active=None, jerk: bool = False) -> None:
+        if jerk:
+            raise EngineError(f"{self._engine.gravity} gravity on the CPU engine gives no jerk; "
+                              "choose an integrator that needs accelerations only")
+        self._engine._check(self.pos, "positions")
+        acc, pot = self._engine._forces(self.pos, self.timings, active)
+        if active is None:
+            self.acc, self.pot = acc, pot
+        else:
+            self.acc[active], self.pot[active] = acc, pot
 
 
 class CPUEngine(Engine):
@@ -31,7 +62,9 @@ class CPUEngine(Engine):
         super().__init__(params, gravity)
         self.tree: Tree | None = None
         self._loaded: ParticleState | None = None  # tags and meta of the loaded state
-        self._pos = self._vel = self._acc = self._pot = self._mass = None
+        self.system = _Particles(self)
+        self.integrator, self.boundary, self.collision = modules.create(self.params, "cpu",
+                                                                        self.system)
         self._time = 0.0
 
     @property
@@ -43,28 +76,31 @@ class CPUEngine(Engine):
         if state.n == 0:
             raise EngineError("the state has no particles; load a scene with at least one")
         state.validate()
+        s = self.system
         self._loaded = state.copy()
-        self._pos = state.pos.astype(np.float64)
-        self._vel = state.vel.astype(np.float64)
-        self._mass = state.mass.astype(np.float64)
+        s.pos = state.pos.astype(np.float64)
+        s.vel = state.vel.astype(np.float64)
+        s.mass = state.mass.astype(np.float64)
+        s.radius = state.radius.astype(np.float64)
+        s.acc, s.pot = np.zeros_like(s.pos), np.zeros_like(s.mass)
         self._time = float(state.time)
         self.steps_done = 0
-        timings = dict.fromkeys(PHASES, 0.0)
-        acc, pot = self._forces(self._pos, timings)
-        if not (np.isfinite(acc).all() and np.isfinite(pot).all()):
+        s.timings = dict.fromkeys(PHASES, 0.0)
+        self.boundary.apply()
+        self.integrator.start()
+        if not (np.isfinite(s.acc).all() and np.isfinite(s.pot).all()):
             raise EngineError(
                 "the loaded state gives non-finite forces (particles at the same position "
                 "without softening?); set eps > 0 or remove the coincident particles")
-        self._acc, self._pot = acc, pot
 
     def state(self) -> ParticleState:
-        s = self._need_state()
-        return ParticleState(self._pos, self._vel, s.mass, s.component, s.galaxy,
-                             self._time, dict(s.meta))
+        loaded, s = self._need_state(), self.system
+        return ParticleState(s.pos, s.vel, loaded.mass, loaded.component, loaded.galaxy,
+                             self._time, dict(loaded.meta), radius=s.radius)
 
     @property
     def n(self) -> int:
-        return 0 if self._mass is None else len(self._mass)
+        return self.system.n
 
     @property
     def time(self) -> float:
@@ -79,26 +115,27 @@ class CPUEngine(Engine):
             self._step()
 
     def _step(self) -> None:
-        dt = self.params.dt
-        timings = dict.fromkeys(PHASES, 0.0)
+        s = self.system
+        kept = {k: getattr(s, k).copy() for k in ("pos", "vel", "acc", "pot")}
+        s.timings = dict.fromkeys(PHASES, 0.0)
         t0 = perf_counter()
-        vel = self._vel + (0.5 * dt) * self._acc
-        pos = self._pos + dt * vel
-        timings["integrate"] = perf_counter() - t0
-        self._check(pos, "positions")
-        acc, pot = self._forces(pos, timings)
-        self._check(acc, "accelerations")
-        t0 = perf_counter()
-        vel += (0.5 * dt) * acc
-        timings["integrate"] += perf_counter() - t0
-        self._check(vel, "velocities")
-        self._pos, self._vel, self._acc, self._pot = pos, vel, acc, pot
-        self._time += dt
+        try:
+            advanced = self.integrator.step(self.params.dt)
+            self.boundary.apply()
+            self.collision.resolve()
+            self._check(s.acc, "accelerations")
+            self._check(s.vel, "velocities")
+        except EngineError:
+            for k, v in kept.items():  # the last good state stays
+                setattr(s, k, v)
+            raise
+        self._time += advanced
         self.steps_done += 1
-        self.stats.timings_ms["integrate"] = 1e3 * timings["integrate"]
+        forces = sum(v for k, v in s.timings.items() if k != "integrate")
+        self.stats.timings_ms["integrate"] = 1e3 * (perf_counter() - t0 - forces)
 
     def _check(self, a: np.ndarray, what: str) -> None:
-        """EngineError when a step made `a` non-finite (or beyond float32); the state stays."""
+        """EngineError when a step made `a` non-finite (or beyond float32)."""
         if np.isfinite(a).all() and (what != "positions" or np.abs(a).max() < _F32_MAX):
             return
         kind = "NaN" if np.isnan(a).any() else "infinite"
@@ -107,17 +144,18 @@ class CPUEngine(Engine):
             f"step {self.steps_done + 1}: {what} became {kind}; reduce dt (now {p.dt:g}) or "
             f"increase eps (now {p.eps:g}). The state is kept at t = {self._time:g}.")
 
-    def _forces(self, pos: np.ndarray, timings: dict):
-        """Accelerations and potentials at pos (in the loaded order); fills self.stats."""
-        p, n = self.params, len(pos)
+    def _forces(self, pos: np.ndarray, timings: dict, active=None):
+        """Accelerations and potentials at pos (in the loaded order) of all particles or of
+        `active`; fills self.stats and adds the phases' seconds to `timings`."""
+        p, n, mass = self.params, len(pos), self.system.mass
         if self.gravity == "direct":
             t0 = perf_counter()
-            acc, pot = direct_forces(pos, self._mass, p.eps, p.G)
-            timings["walk"] = perf_counter() - t0
-            pp, pc = n * n, 0
-        else:
+            acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active)
+            timings["walk"] += perf_counter() - t0
+            pp, pc = n * (n if active is None else len(acc)), 0
+        else:  # the walk serves every group: an active subset is read off all forces
             t0 = perf_counter()
-            sorted_ = sort_particles(pos.astype(np.float32), self._mass)
+            sorted_ = sort_particles(pos.astype(np.float32), mass)
             t1 = perf_counter()
             tree = build_cells(sorted_, p.n_leaf)
             make_groups(tree, p.n_crit)
@@ -127,28 +165,42 @@ class CPUEngine(Engine):
             acc_s, pot_s, pp, pc = tree_forces(tree, p.theta, p.eps, p.G)
             acc, pot = np.empty_like(acc_s), np.empty_like(pot_s)
             acc[tree.order], pot[tree.order] = acc_s, pot_s
+            if active is not None:
+                acc, pot = acc[active], pot[active]
             t4 = perf_counter()
-            timings.update(keys_sort=t1 - t0, build=t2 - t1, multipoles=t3 - t2, walk=t4 - t3)
+            for k, dt in (("keys_sort", t1 - t0), ("build", t2 - t1), ("multipoles", t3 - t2),
+                          ("walk", t4 - t3)):
+                timings[k] += dt
             self.tree = tree
         self.stats = StepStats({k: 1e3 * v for k, v in timings.items()}, pp, pc, n)
         return acc, pot
 
     def _on_force_params_changed(self) -> None:
-        if self._pos is not None:
-            self._acc, self._pot = self._forces(self._pos, dict.fromkeys(PHASES, 0.0))
+        if self._loaded is not None:
+            self.system.timings = dict.fromkeys(PHASES, 0.0)
+            self.integrator.forces_changed()
 
     def accelerations(self) -> tuple[np.ndarray, np.ndarray]:
         self._need_state()
-        return self._acc.copy(), self._pot.copy()
+        return self.system.acc.copy(), self.system.pot.copy()
 
     def energies(self) -> Energies:
         self._need_state()
-        return Energies(diagnostics.kinetic_energy(self._vel, self._mass),
-                        diagnostics.potential_energy(self._mass, self._pot))
+        s = self.system
+        return Energies(diagnostics.kinetic_energy(s.vel, s.mass),
+                        diagnostics.potential_energy(s.mass, s.pot))
+
+    def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray | None:
+        t = self.tree
+        if t is None:
+            return None
+        pick = (t.level >= level_lo) & (t.level <= level_hi)
+        return np.c_[t.center[pick], t.size[pick]].astype(np.float32)
 
     def close(self) -> None:
         self.tree = self._loaded = None
-        self._pos = self._vel = self._acc = self._pot = self._mass = None
+        s = self.system
+        s.pos = s.vel = s.acc = s.pot = s.mass = s.radius = None
 
     def _need_state(self) -> ParticleState:
         if self._loaded is None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-KEY_BITS = 21
+from galaxyview.model.params import TREE_MAX_LEVEL
+
+KEY_BITS = TREE_MAX_LEVEL
 MAX_LEVEL = KEY_BITS  # deepest cell level: one integer grid point per cell
 _GRID = np.float32(2**KEY_BITS)
 _PAD = np.float32(1 + 1e-5)

@@ -10,15 +10,9 @@ set, which is free once the reorder is done.
 """
 from __future__ import annotations
 
-import numpy as np
-
+from galaxyview.engines.gpu.constants import SCAN_TILE, SORT_TILE, STACK_CAP, STATUS_WORDS
 from galaxyview.errors import EngineError
 
-STATUS_WORDS = 64
-MAX_LEVEL = 21
-SORT_TILE = 4096
-SCAN_TILE = 2048
-STACK_CAP = 8192  # cells per warp stack (kernels/nbody_walk.cu)
 MOMENT_BYTES = 80
 
 
@@ -132,9 +126,3 @@ class Buffers:
         if MOMENT_BYTES * self.cell_cap <= self._sizes[f"set{idle_set}"]:
             return self.ptr(f"set{idle_set}")
         return self.ptr("moments")
-
-    def download(self, name: str, dtype, count: int, offset_items: int = 0) -> np.ndarray:
-        out = np.empty(count, dtype=dtype)
-        if count:
-            self._cuda.memcpy_dtoh(out, self.ptr(name) + offset_items * out.itemsize)
-        return out

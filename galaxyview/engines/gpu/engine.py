@@ -1,26 +1,32 @@
-"""GPUEngine: the whole kick-drift-kick step on the device (Bonsai's tree code).
+"""GPUEngine: the whole step on the device (Bonsai's tree code plus the physics modules).
 
 A force evaluation runs, all on the GPU: bounding cube, Morton keys, radix sort and reorder
 (keys_sort); tree levels and groups (build); float64 multipoles (multipoles); the group-wise
-tree walk (walk). A step is kick + drift, force, kick (integrate); per step the host waits on
-one CUDA event and reads 8 status words back (interaction counts, overflow flags).
+tree walk (walk); then the host reads 8 status words back (interaction counts, overflow flags)
+and grows the tree's arrays and evaluates again when they were too small. A step is the
+integrator's kernels around its force evaluations (integrate), then the boundary and collision
+modules (engines/modules.py).
 """
 from __future__ import annotations
 
-import contextlib
 import os
 
 import numpy as np
 
+from galaxyview.cuda import DeviceParticles, DeviceView, probe
+from galaxyview.cuda.context import primary_context, pushed
+from galaxyview.engines import modules
 from galaxyview.engines.base import PHASES, Energies, Engine, StepStats
-from galaxyview.engines.gpu import probe
-from galaxyview.engines.gpu.buffers import MAX_LEVEL, Buffers
+from galaxyview.engines.gpu.buffers import Buffers
+from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_NONFINITE,
+                                              FLAG_STACK, MAX_LEVEL, ST_FLAGS, ST_PC, ST_PP,
+                                              ST_TILE0)
+from galaxyview.engines.gpu.module import compile_kernels, read_kernel
 from galaxyview.engines.gpu.phases import run_force
+from galaxyview.engines.system import DeviceArrays, DeviceSystem
 from galaxyview.errors import EngineError
 from galaxyview.model.state import ParticleState
 
-ST_PP, ST_PC, ST_FLAGS, ST_CELLS, ST_GROUPS, ST_TILE0 = 0, 1, 2, 3, 4, 8
-FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, FLAG_NONFINITE = 1, 2, 4, 8
 GROUP_MAX = 64  # the walk holds at most two particles per lane
 # A run of GROUP_MAX sorted particles is cut where its smallest enclosing cell holds more than
 # this many particles (kernels/nbody_tree.cu make_groups); GALAXYVIEW_GROUP_SPLIT tunes it.
@@ -42,30 +48,77 @@ def group_split(gmax: int) -> int:
     return max(gmax, value)
 
 
+class _Particles(DeviceSystem):
+    """The GPU engine's system: its arrays and kernels, for the physics modules."""
+
+    def __init__(self, engine: "GPUEngine"):
+        self._engine = engine
+
+    @property
+    def params(self):
+        return self._engine.params
+
+    @property
+    def n(self) -> int:
+        return self._engine._n
+
+    def particles(self) -> DeviceArrays:
+        e = self._engine
+        pos, vel = e.buf.set_ptrs(e._cur)
+        return DeviceArrays(pos, vel, e.buf.ptr("acc"), e._n)
+
+    def launch(self, kernel: str, *args) -> None:
+        e = self._engine
+        e.kernels.launch(kernel, (e._grid(), 1, 1), (256, 1, 1), *args)
+
+    def forces(self, active=None, jerk: bool = False) -> None:
+        e = self._engine
+        if jerk:
+            raise EngineError(f"{e.gravity} gravity on the GPU engine gives no jerk; choose an "
+                              "integrator that needs accelerations only")
+        if active is not None:
+            raise EngineError("the GPU engine evaluates forces on all particles at once; an "
+                              "integrator with active subsets runs on the CPU engine")
+        e._evaluate()
+
+
+def _module_source(module) -> tuple[str, str]:
+    """(label, CUDA text) of a physics module's kernels: a kernels/ file name or the text."""
+    src = module.kernels
+    if src.endswith(".cu") and "\n" not in src:
+        return src, read_kernel(src)
+    return f"{type(module).__module__}.{type(module).__name__}", src
+
+
 class GPUEngine(Engine):
     name = "gpu"
+    on_gpu = True
 
-    def __init__(self, params=None, gravity: str = "tree"):
+    def __init__(self, params=None, gravity: str = "tree", device: int = 0):
         super().__init__(params, gravity)
-        reason = probe.unavailable_reason()
+        reason = probe.unavailable_reason(device)
         if reason:
             raise EngineError(f"the GPU engine cannot run here: {reason}; use --backend cpu")
         import pycuda.driver as cuda
 
-        from galaxyview.engines.gpu.module import Kernels
-
         self._cuda = cuda
-        self._dev = cuda.Device(0)
+        self.ordinal = device
+        self._dev, self.context = primary_context(device)
         self._device_name = self._dev.name()
-        self.context = self._dev.retain_primary_context()
+        self.system = _Particles(self)
+        self.integrator, self.boundary, self.collision = modules.create(self.params, "gpu",
+                                                                        self.system)
         self._n = 0
         self._cur = 0  # which particle set is current
         self._time = 0.0
         self._epoch = 0
         self._slot = 0
         self._have_tree = False
-        with self._active():
-            self.kernels = Kernels(self._dev)
+        self._step_phases = None  # phase ms summed over the force evaluations of a step
+        with self.activate():
+            self.kernels = compile_kernels([_module_source(m) for m in
+                                            (self.integrator, self.boundary, self.collision)
+                                            if m.kernels])
             attr = cuda.device_attribute
             self._n_sm = self._dev.get_attribute(attr.MULTIPROCESSOR_COUNT)
             gmax = min(self.params.n_crit, GROUP_MAX)
@@ -78,13 +131,8 @@ class GPUEngine(Engine):
             self._host_status = cuda.pagelocked_zeros(8, np.uint64)
 
     # -- context -----------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _active(self):
-        self.context.push()
-        try:
-            yield
-        finally:
-            self._cuda.Context.pop()
+    def activate(self):
+        return pushed(self.context)
 
     def _blocks_per_sm(self, kernel: str, threads: int) -> int:
         attr = self._cuda.device_attribute
@@ -114,6 +162,13 @@ class GPUEngine(Engine):
         """Device memory the engine holds (all buffers)."""
         return self.buf.total_bytes()
 
+    def device_view(self) -> DeviceView:
+        return DeviceView(self.context, self.ordinal, self._device_particles)
+
+    def _device_particles(self) -> DeviceParticles:
+        pos, vel = self.buf.set_ptrs(self._cur)
+        return DeviceParticles(pos, vel, self._n)
+
     # -- state -------------------------------------------------------------------------------
     def load(self, state: ParticleState) -> None:
         n = state.n
@@ -125,8 +180,9 @@ class GPUEngine(Engine):
         vel4[:, :3], vel4[:, 3] = state.vel, state.component
         self._component = state.component.copy()
         self._galaxy = state.galaxy.copy()
+        self._radius = state.radius.copy()
         self._meta = dict(state.meta)
-        with self._active():
+        with self.activate():
             self.buf.ensure(n, self._n_sm, self._walk_blocks, self._walk_threads)
             self._n, self._cur = n, 0
             pos, vel = self.buf.set_ptrs(0)
@@ -134,10 +190,12 @@ class GPUEngine(Engine):
             self._cuda.memcpy_htod(vel, vel4)
             self._cuda.memcpy_htod(self.buf.ptr("id0"), np.arange(n, dtype=np.uint32))
             self._time = float(state.time)
-            self._evaluate()
+            self.steps_done = 0
+            self.boundary.apply()
+            self.integrator.start()
 
     def state(self) -> ParticleState:
-        with self._active():
+        with self.activate():
             self._sync()
             pos, vel = self.buf.set_ptrs(self._cur)
             p4 = self._download(pos, np.float32, 4 * self._n).reshape(-1, 4)
@@ -146,47 +204,47 @@ class GPUEngine(Engine):
         p, v = np.empty_like(p4), np.empty_like(v4)
         p[ids], v[ids] = p4, v4
         return ParticleState(p[:, :3], v[:, :3], p[:, 3], self._component.copy(),
-                             self._galaxy.copy(), self._time, dict(self._meta))
+                             self._galaxy.copy(), self._time, dict(self._meta),
+                             radius=self._radius.copy())
 
     # -- work --------------------------------------------------------------------------------
     def _on_force_params_changed(self) -> None:
         if self._n:
-            self.refresh_forces()
+            with self.activate():
+                self.integrator.forces_changed()
 
     def refresh_forces(self) -> None:
         """Evaluate the accelerations of the current positions again (no step)."""
         if not self._n:
             raise EngineError("no particles loaded: load a scene first")
-        with self._active():
+        with self.activate():
             self._evaluate()
 
     def step(self, n: int = 1) -> None:
         if not self._n:
             raise EngineError("no particles loaded: load a scene before stepping")
-        k, ev = self.kernels, self._events
-        hdt, dt = 0.5 * self.params.dt, self.params.dt
-        with self._active():
-            for _ in range(n):
-                pos, vel = self.buf.set_ptrs(self._cur)
+        if int(n) != n or n < 0:
+            raise EngineError(f"step(n) needs a whole number of steps >= 0, got {n!r}")
+        ev = self._events
+        with self.activate():
+            for _ in range(int(n)):
+                self._step_phases = dict.fromkeys(PHASES, 0.0)
                 ev[0].record()
-                k.launch("kick_drift", (self._grid(), 1, 1), (256, 1, 1), pos, vel, self.buf.ptr("acc"),
-                         self._n, hdt, dt)
-                ev[1].record()
-                self._force(ev)
-                self._kick(hdt)
-                ev[6].record()
-                self._read_status()
-                while self._check_status():  # the tree outgrew its arrays: grown, redo
-                    self._force(None)
-                    self._kick(hdt)
-                    self._read_status()
-                self._set_stats(self._force_times(
-                    ev, integrate=ev[1].time_since(ev[0]) + ev[6].time_since(ev[5])))
-                self._time += dt
+                try:
+                    advanced = self.integrator.step(self.params.dt)
+                    self.boundary.apply()
+                    self.collision.resolve()
+                    self._wait(ev[6].record())
+                finally:
+                    self._step_phases = None
+                t = self.stats.timings_ms
+                t["integrate"] = ev[6].time_since(ev[0]) - sum(
+                    v for k, v in t.items() if k != "integrate")
+                self._time += advanced
                 self.steps_done += 1
 
     def accelerations(self) -> tuple[np.ndarray, np.ndarray]:
-        with self._active():
+        with self.activate():
             self._sync()
             a4 = self._download(self.buf.ptr("acc"), np.float32, 4 * self._n).reshape(-1, 4)
             ids = self._download(self.buf.ptr(f"id{self._cur}"), np.uint32, self._n)
@@ -195,7 +253,7 @@ class GPUEngine(Engine):
         return np.ascontiguousarray(out[:, :3]), np.ascontiguousarray(out[:, 3])
 
     def energies(self) -> Energies:
-        with self._active():
+        with self.activate():
             sums = self.buf.ptr("sums")
             self._cuda.memset_d32(sums, 0, 4)
             pos, vel = self.buf.set_ptrs(self._cur)
@@ -211,7 +269,7 @@ class GPUEngine(Engine):
         if mask.shape != (self._n,):
             raise ValueError(f"mask must have one entry per particle ({self._n}), got {mask.shape}")
         cuda = self._cuda
-        with self._active():
+        with self.activate():
             if getattr(self, "_com_key", None) is not mask:
                 self._free_com()
                 self._com_mask = cuda.to_device(np.ascontiguousarray(mask, dtype=np.uint8))
@@ -238,28 +296,19 @@ class GPUEngine(Engine):
     def close(self) -> None:
         self._free_com()
         if getattr(self, "buf", None) is not None:
-            with self._active():
+            with self.activate():
                 self._sync()
                 self.buf.free()
             self.buf = None
             self.context.detach()
             self._n = 0
 
-    # -- renderer access -----------------------------------------------------------------------
-    def device_arrays(self) -> dict:
-        """Device pointers (int) of the current particle order: 'pos4' (x, y, z, mass) and
-        'vel4' (vx, vy, vz, Component code as float), float4 each, and 'n'. Valid until the
-        next step (the step's reorder alternates between two buffers)."""
-        pos, vel = self.buf.set_ptrs(self._cur)
-        return {"pos4": pos, "vel4": vel, "n": self._n}
-
+    # -- tree overlay ----------------------------------------------------------------------
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray:
-        """(M, 4) float32 centre x, y, z and size of the cells of levels level_lo..level_hi
-        (inclusive) of the last tree; empty without a tree (direct gravity)."""
         if not self._have_tree:
-            return np.zeros((0, 4), np.float32)
+            return None
         lo, hi = max(0, int(level_lo)), min(MAX_LEVEL, int(level_hi))
-        with self._active():
+        with self.activate():
             self._sync()
             lb = self._download(self.buf.ptr("lb"), np.int32, MAX_LEVEL + 3)
             c0, c1 = int(lb[lo]), int(lb[hi + 1]) if hi >= lo else int(lb[lo])
@@ -282,12 +331,16 @@ class GPUEngine(Engine):
         while self._check_status():
             self._force(None)
             self._read_status()
-        self._set_stats(self._force_times(ev))
+        t = self._force_times(ev)
+        if self._step_phases is not None:  # in a step: the phases of all its evaluations
+            for k, v in t.items():
+                self._step_phases[k] += v
+            t = dict(self._step_phases)
+        self._set_stats(t)
 
-    def _force_times(self, ev, integrate: float = 0.0) -> dict:
+    def _force_times(self, ev) -> dict:
         """Per-phase ms of the force evaluation between events 1 and 5."""
-        t = {name: 0.0 for name in PHASES}
-        t["integrate"] = integrate
+        t = dict.fromkeys(PHASES, 0.0)
         if self.gravity == "tree":
             t["keys_sort"] = ev[2].time_since(ev[1])
             t["build"] = ev[3].time_since(ev[2])
@@ -298,11 +351,6 @@ class GPUEngine(Engine):
     def _force(self, ev) -> None:
         run_force(self, ev)
         self._have_tree = self.gravity == "tree"
-
-    def _kick(self, hdt: float) -> None:
-        self.kernels.launch("kick", (self._grid(), 1, 1), (256, 1, 1),
-                            self.buf.set_ptrs(self._cur)[1], self.buf.ptr("acc"), self._n,
-                            hdt, self.buf.ptr("status"))
 
     def _read_status(self) -> None:
         self._cuda.memcpy_dtoh_async(self._host_status, self.buf.ptr("status"))

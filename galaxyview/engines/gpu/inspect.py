@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from galaxyview.engines.gpu.buffers import MAX_LEVEL
+from galaxyview.engines.gpu.constants import MAX_LEVEL, ST_CELLS, ST_GROUPS
 
 
 def download_tree(eng) -> dict:
@@ -12,12 +12,12 @@ def download_tree(eng) -> dict:
     if not eng._have_tree:
         raise ValueError("no tree: the engine runs direct gravity or has nothing loaded")
     b, n = eng.buf, eng._n
-    with eng._active():
+    with eng.activate():
         eng._sync()
         get = eng._download
         lb = get(b.ptr("lb"), np.int32, MAX_LEVEL + 3).astype(np.int64)
-        n_cells = int(eng._host_status[3])
-        n_groups = int(eng._host_status[4])
+        n_cells = int(eng._host_status[ST_CELLS])
+        n_groups = int(eng._host_status[ST_GROUPS])
         depth = int(np.searchsorted(lb, n_cells, side="left"))  # first l with lb[l] == n_cells
         cell = {name: get(b.ptr(name), np.int32, n_cells).astype(np.int64)
                 for name in ("level", "begin", "count", "child", "nchild", "parent")}
@@ -47,7 +47,7 @@ def direct_reference(eng, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     the loaded order), self pair excluded, from the engine's current positions."""
     targets = np.asarray(targets, dtype=np.int64)
     b, n = eng.buf, eng._n
-    with eng._active():
+    with eng.activate():
         eng._sync()
         ids = eng._download(b.ptr(f"id{eng._cur}"), np.uint32, n)
         where = np.empty(n, np.int32)
@@ -67,7 +67,7 @@ def direct_reference(eng, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def poison_outputs(eng) -> None:
     """Fill the accelerations and potentials with NaN, so that unwritten entries show."""
-    with eng._active():
+    with eng.activate():
         eng._cuda.memset_d32(eng.buf.ptr("acc"), 0x7FC00000, 4 * eng._n)
 
 

@@ -9,7 +9,7 @@ walk: the persistent group-wise tree walk.
 """
 from __future__ import annotations
 
-from galaxyview.engines.gpu.buffers import MAX_LEVEL, SCAN_TILE, SORT_TILE, STATUS_WORDS
+from galaxyview.engines.gpu.constants import MAX_LEVEL, SCAN_TILE, SORT_TILE, STATUS_WORDS
 
 RADIX_PASSES = 8  # 63-bit keys, 8 bits a pass
 T256 = (256, 1, 1)

@@ -19,9 +19,9 @@ def find_nvcc() -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=1)
-def unavailable_reason() -> str | None:
-    """None if the GPU engine can run here, else why not in one line."""
+@functools.lru_cache(maxsize=8)
+def unavailable_reason(ordinal: int = 0) -> str | None:
+    """None if the GPU engine can run here on device `ordinal`, else why not in one line."""
     try:
         import pycuda.driver as cuda
     except ImportError:
@@ -35,7 +35,9 @@ def unavailable_reason() -> str | None:
         return f"no usable CUDA driver ({exc})"
     if count == 0:
         return "no CUDA device found"
-    cc = cuda.Device(0).compute_capability()
+    if not 0 <= ordinal < count:
+        return f"there is no CUDA device {ordinal} (this machine has {count}: 0..{count - 1})"
+    cc = cuda.Device(ordinal).compute_capability()
     if cc < MIN_COMPUTE:
         return (f"the GPU's compute capability {cc[0]}.{cc[1]} is older than "
                 f"{MIN_COMPUTE[0]}.{MIN_COMPUTE[1]}, the oldest the kernels support")

@@ -1,31 +1,5 @@
-// integrate phase: kick-drift-kick leapfrog (shared step), energy sums, octree overlay boxes.
-// vel4.w carries the particle's Component code and is left untouched.
-
-extern "C" __global__ void kick_drift(float4* __restrict__ pos, float4* __restrict__ vel,
-                                      const float4* __restrict__ acc, int n, float hdt, float dt)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        float4 v = vel[i], p = pos[i];
-        const float4 a = acc[i];
-        v.x += a.x * hdt; v.y += a.y * hdt; v.z += a.z * hdt;
-        p.x += v.x * dt; p.y += v.y * dt; p.z += v.z * dt;
-        vel[i] = v;
-        pos[i] = p;
-    }
-}
-
-// The closing half kick; skipped when the tree did not fit (the host grows it and redoes it).
-extern "C" __global__ void kick(float4* __restrict__ vel, const float4* __restrict__ acc, int n,
-                                float hdt, const unsigned long long* __restrict__ status)
-{
-    if (status[ST_FLAGS] & (FLAG_CELLS | FLAG_GROUPS)) return;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        float4 v = vel[i];
-        const float4 a = acc[i];
-        v.x += a.x * hdt; v.y += a.y * hdt; v.z += a.z * hdt;
-        vel[i] = v;
-    }
-}
+// Reductions over the particle state (energies, a masked centre of mass) and the octree overlay
+// boxes. The integrators' kernels live in kernels/integrator_*.cu.
 
 // sums[0] += sum m v^2 / 2, sums[1] += sum m phi / 2 (float64)
 extern "C" __global__ void __launch_bounds__(256)

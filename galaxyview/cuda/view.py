@@ -1,0 +1,25 @@
+"""What a GPU engine shows of itself to the renderer: its CUDA context and current arrays."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class DeviceParticles:
+    """Device pointers of the particles in the engine's current order: pos4 (x, y, z, mass) and
+    vel4 (vx, vy, vz, Component code as float), float4 each. Valid until the next step."""
+
+    pos4: int
+    vel4: int
+    n: int
+
+
+@dataclass(frozen=True)
+class DeviceView:
+    """context: the engine's pycuda context; ordinal: its device; particles(): the current
+    arrays (the engine must be idle: call it between steps)."""
+
+    context: object
+    ordinal: int
+    particles: Callable[[], DeviceParticles]

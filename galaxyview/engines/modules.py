@@ -1,0 +1,125 @@
+"""Physics modules chosen by name, one small class per choice and engine kind (REBOUND's way):
+integrators, boundaries and collisions.
+
+An engine builds its modules from `params.integrator`, `params.boundary` and `params.collision`
+and calls them at fixed points of a step:
+
+    load:  boundary.apply(); integrator.start()
+    step:  integrator.step(dt) (asks the engine for forces); boundary.apply(); collision.resolve()
+    theta or eps changed: integrator.forces_changed()
+
+Modules talk to the engine through its `system` (engines/system.py: the particle arrays, forces
+on all or an active subset, kernel launches on the GPU) and keep their own state. Registry
+entries name the class per engine kind as "package.module:Class" (imported when chosen, so a GPU
+module never loads pycuda on a CPU machine) or give the class itself. Adding a module is one
+module file and one `add` line below.
+"""
+from __future__ import annotations
+
+import abc
+import importlib
+
+from galaxyview.errors import EngineError
+
+KINDS = ("cpu", "gpu")
+
+
+class Module:
+    """A physics module for one engine kind. `kernels`: on the GPU, CUDA source text or a
+    kernels/ file name (ending in .cu) compiled with the engine's kernels; launch them with
+    `system.launch(name, ...)`."""
+
+    name = "?"
+    kernels: str | None = None
+
+    def __init__(self, system):
+        self.system = system
+
+
+class Integrator(Module, metaclass=abc.ABCMeta):
+    """Advances positions and velocities; owns its state (old accelerations, time steps)."""
+
+    def start(self) -> None:
+        """After a load: what the scheme needs before its first step (forces at t0)."""
+        self.system.forces()
+
+    @abc.abstractmethod
+    def step(self, dt: float) -> float:
+        """One step of (shared) size dt; returns the simulated time it advanced."""
+
+    def forces_changed(self) -> None:
+        """theta or eps changed: refresh stored forces (no step)."""
+        self.system.forces()
+
+
+class Boundary(Module):
+    def apply(self) -> None:
+        """After each step and at load: bring particles back into the domain."""
+
+
+class Collision(Module):
+    def resolve(self) -> None:
+        """After the boundary each step: find and resolve the step's collisions."""
+
+
+class Registry:
+    """name -> {engine kind: class or "module:Class"} for one kind of physics module."""
+
+    def __init__(self, what: str, base: type):
+        self.what, self.base = what, base
+        self._entries: dict[str, dict] = {}
+
+    def add(self, name: str, *, cpu=None, gpu=None) -> None:
+        self._entries[name] = {k: v for k, v in (("cpu", cpu), ("gpu", gpu)) if v is not None}
+
+    def remove(self, name: str) -> None:
+        self._entries.pop(name, None)
+
+    def names(self, kind: str | None = None) -> list[str]:
+        """Module names, all or those available on engine `kind`."""
+        return [n for n, e in self._entries.items() if kind is None or kind in e]
+
+    def get(self, name: str, kind: str) -> type:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise EngineError(f"unknown {self.what} {name!r}; choose one of "
+                              f"{', '.join(self.names()) or 'none'}")
+        impl = entry.get(kind)
+        if impl is None:
+            raise EngineError(f"the {self.what} {name!r} is not available on the {kind.upper()} "
+                              f"engine; there: {', '.join(self.names(kind)) or 'none'}")
+        if isinstance(impl, str):
+            path, _, cls = impl.partition(":")
+            impl = getattr(importlib.import_module(path), cls)
+        if not issubclass(impl, self.base):
+            raise EngineError(f"{self.what} {name!r}: {impl!r} is not a {self.base.__name__}")
+        return impl
+
+
+INTEGRATORS = Registry("integrator", Integrator)
+BOUNDARIES = Registry("boundary", Boundary)
+COLLISIONS = Registry("collision", Collision)
+
+INTEGRATORS.add("leapfrog", cpu="galaxyview.engines.integrators.leapfrog_cpu:Leapfrog",
+                gpu="galaxyview.engines.integrators.leapfrog_gpu:Leapfrog")
+BOUNDARIES.add("open", cpu=Boundary, gpu=Boundary)  # nothing to do: space is open
+COLLISIONS.add("none", cpu=Collision, gpu=Collision)  # point masses pass through each other
+
+REGISTRIES = {"integrator": INTEGRATORS, "boundary": BOUNDARIES, "collision": COLLISIONS}
+
+
+def check_names(params, kind: str) -> None:
+    """EngineError unless every module `params` names exists for engine `kind`."""
+    for what, registry in REGISTRIES.items():
+        registry.get(getattr(params, what), kind)
+
+
+def create(params, kind: str, system) -> tuple[Integrator, Boundary, Collision]:
+    """The modules `params` names, built for engine `kind` around `system`."""
+    out = []
+    for what in ("integrator", "boundary", "collision"):
+        name = getattr(params, what)
+        module = REGISTRIES[what].get(name, kind)(system)
+        module.name = name
+        out.append(module)
+    return tuple(out)

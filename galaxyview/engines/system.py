@@ -1,0 +1,73 @@
+"""What physics modules may use of an engine: its `system`.
+
+HostSystem (CPU engine): float64 numpy arrays in the loaded order that a module reads and may
+replace or change in place. DeviceSystem (GPU engine): device pointers in the engine's current
+(sorted) order and kernel launches. Both give forces on all particles or on an active subset,
+with the jerk where the gravity module provides it.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DeviceArrays:
+    """Device pointers (float4 each) in the engine's current order: pos4 (x, y, z, mass), vel4
+    (vx, vy, vz, Component code), acc4 (ax, ay, az, phi); valid until the next force call."""
+
+    pos4: int
+    vel4: int
+    acc4: int
+    n: int
+
+
+class System(abc.ABC):
+    kind = "?"  # "cpu" or "gpu"
+    provides_jerk = False  # the gravity module gives da/dt with the accelerations
+
+    @property
+    @abc.abstractmethod
+    def params(self):
+        """The engine's Params now."""
+
+    @property
+    @abc.abstractmethod
+    def n(self) -> int:
+        """Particles loaded."""
+
+    @abc.abstractmethod
+    def forces(self, active=None, jerk: bool = False) -> None:
+        """Accelerations and potentials at the current positions into the system's arrays:
+        of all particles, or only of `active` (the others keep theirs). jerk=True also gives
+        the jerk where `provides_jerk`; EngineError otherwise."""
+
+
+class HostSystem(System):
+    """pos, vel, acc (N, 3), pot, mass, radius (N,): float64 arrays in the loaded order."""
+
+    kind = "cpu"
+    pos: np.ndarray
+    vel: np.ndarray
+    acc: np.ndarray
+    pot: np.ndarray
+    mass: np.ndarray
+    radius: np.ndarray
+
+
+class DeviceSystem(System):
+    """Particles live on the device, in the engine's current order (the tree's sort moves them
+    at every force evaluation: ask `particles()` again after `forces()`)."""
+
+    kind = "gpu"
+
+    @abc.abstractmethod
+    def particles(self):
+        """The current DeviceArrays."""
+
+    @abc.abstractmethod
+    def launch(self, kernel: str, *args) -> None:
+        """Run a kernel of the engine's module over the particles: grid-stride loops over n,
+        256 threads a block, on the engine's stream (no wait)."""
