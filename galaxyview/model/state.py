@@ -30,7 +30,9 @@ class ParticleState:
 
     pos, vel: (N, 3) float32; mass: (N,) float32; component: (N,) uint8 (Component);
     galaxy: (N,) int16, which galaxy a particle was born in (0 for single-object scenes);
-    time: simulation time in N-body units.
+    time: simulation time in N-body units;
+    radius: (N,) float32 hard-sphere radius, finite and >= 0 (0: a point mass; all 0 if not
+    given). It is the last field so that positional calls up to `meta` keep working.
     """
 
     pos: np.ndarray
@@ -40,6 +42,7 @@ class ParticleState:
     galaxy: np.ndarray = None
     time: float = 0.0
     meta: dict = field(default_factory=dict)
+    radius: np.ndarray = None
 
     def __post_init__(self):
         self.pos = np.ascontiguousarray(self.pos, dtype=np.float32)
@@ -52,14 +55,25 @@ class ParticleState:
             self.galaxy = np.zeros(n, dtype=np.int16)
         self.component = np.ascontiguousarray(self.component, dtype=np.uint8)
         self.galaxy = np.ascontiguousarray(self.galaxy, dtype=np.int16)
+        if self.radius is None:
+            self.radius = np.zeros(n, dtype=np.float32)
+        with np.errstate(over="ignore"):  # too large for float32: inf, refused by validate()
+            radius = np.asarray(self.radius, dtype=np.float32)  # 0-d fails the shape check
+        self.radius = np.ascontiguousarray(radius) if radius.ndim else radius
         self.validate()
 
     @property
     def n(self) -> int:
         return len(self.mass)
 
+    @property
+    def has_radius(self) -> bool:
+        """True if any particle has a radius > 0 (otherwise all are point masses)."""
+        return bool(np.any(self.radius > 0))
+
     def validate(self) -> None:
-        """Raise GalaxyviewError if shapes disagree or any value is not finite."""
+        """Raise GalaxyviewError if shapes disagree, any value is not finite or a mass or radius
+        is negative."""
         n = len(self.mass)
         if self.pos.shape != (n, 3) or self.vel.shape != (n, 3):
             raise GalaxyviewError(
@@ -79,11 +93,20 @@ class ParticleState:
                 )
         if (self.mass < 0).any():
             raise GalaxyviewError("negative particle masses; masses must be >= 0")
+        if self.radius.shape != (n,):
+            raise GalaxyviewError(f"radius must hold one value per particle, shape ({n},); "
+                                  f"got shape {self.radius.shape}")
+        bad = ~(np.isfinite(self.radius) & (self.radius >= 0))
+        if bad.any():
+            first = int(np.argwhere(bad)[0][0])
+            raise GalaxyviewError(
+                f"radius must be finite and >= 0: {int(bad.sum())} bad entries, first at "
+                f"particle {first} (radius {self.radius[first]})")
 
     def copy(self) -> "ParticleState":
         return ParticleState(
             self.pos.copy(), self.vel.copy(), self.mass.copy(), self.component.copy(),
-            self.galaxy.copy(), self.time, dict(self.meta),
+            self.galaxy.copy(), self.time, dict(self.meta), self.radius.copy(),
         )
 
     @staticmethod
@@ -97,4 +120,5 @@ class ParticleState:
             np.concatenate([s.galaxy for s in states]),
             states[0].time if states else 0.0,
             dict(states[0].meta) if states else {},
+            np.concatenate([s.radius for s in states]),
         )

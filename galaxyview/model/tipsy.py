@@ -10,6 +10,11 @@ exact small integers (otherwise DISK and galaxy 0, as for files written by other
 galaxyview has no hydrodynamics: gas particles are read as collisionless STAR particles and
 their gas fields (rho, temp, hsmooth, metals) are dropped; nothing is written as gas.
 The galaxy index of halo particles is not kept (the dark block has no spare field).
+
+Radii (ParticleState.radius) have no Tipsy field (`eps` stays the softening): save_state writes
+them, when any is > 0, to a ChaNGa-style ASCII auxiliary array beside the snapshot,
+`<snapshot>.radius`: the particle count on the first line, then one value a line in the file's
+particle order (gas, dark, star). load_snapshot reads that file when it is present.
 """
 from __future__ import annotations
 
@@ -185,7 +190,95 @@ def is_tipsy(path) -> bool:
         return False
 
 
+def radius_path(path) -> Path:
+    """The radius file beside a snapshot: `<snapshot path>.radius`."""
+    path = Path(path)
+    return path.with_name(path.name + ".radius")
+
+
+def read_radius(path, n: int) -> np.ndarray | None:
+    """The radii (float32, file order) from the radius file beside snapshot `path` of `n`
+    particles, None if there is none; SnapshotError naming the file and line if it is bad."""
+    aux = radius_path(path)
+    layout = "a radius file holds the particle count on its first line, then one radius a line"
+    try:
+        text = aux.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{aux}: not a text file; {layout}") from None
+    except OSError as exc:
+        raise SnapshotError(f"{aux}: cannot read the radius file ({exc.strerror or exc})") from None
+    lines = text.split("\n")  # read_text turns \r\n into \n
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise SnapshotError(f"{aux}: the file is empty; {layout}")
+    try:
+        count = int(lines[0])
+    except ValueError:
+        raise SnapshotError(f"{aux}: line 1: {lines[0].strip()!r} is not a particle count; "
+                            f"{layout}") from None
+    if count != n:
+        raise SnapshotError(f"{aux}: line 1 gives {count} particles but the snapshot {path} has "
+                            f"{n}; the radius file belongs to another snapshot")
+    values = lines[1:]
+    if len(values) != n:
+        raise SnapshotError(f"{aux}: {len(values)} radii after the count line, {n} expected; "
+                            f"the file is truncated or corrupt")
+    try:
+        radius = np.array([float(word) for word in values], np.float64)
+    except ValueError:
+        for line, word in enumerate(values, start=2):
+            try:
+                float(word)
+            except ValueError:
+                raise SnapshotError(f"{aux}: line {line}: {word.strip()!r} is not a number; "
+                                    f"{layout}") from None
+        raise
+    with np.errstate(over="ignore"):
+        radius32 = radius.astype(np.float32)
+    bad = np.flatnonzero(~(np.isfinite(radius32) & (radius32 >= 0)))
+    if len(bad):
+        value = radius[bad[0]]
+        why = ("is not finite" if not np.isfinite(value) else "is negative" if value < 0 else
+               "is too large for float32")
+        raise SnapshotError(f"{aux}: line {bad[0] + 2}: radius {values[bad[0]].strip()} {why}; "
+                            f"radii must be finite and >= 0")
+    return radius32
+
+
 # -- writing ------------------------------------------------------------------------------------
+def _check_target(path: Path, overwrite: bool) -> None:
+    if path.is_dir():
+        raise GalaxyviewError(f"{path} is a folder; give a file name for the snapshot")
+    if path.exists() and not overwrite:
+        raise GalaxyviewError(f"{path} already exists; choose another file name, or pass "
+                              f"overwrite=True to replace it")
+
+
+def _write_temp(path: Path, write) -> Path:
+    """A new temporary file beside `path`, filled by write(file); nothing is left on failure."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            write(f)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise SnapshotError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+        raise
+    return tmp
+
+
+def _rename(tmp: Path, path: Path) -> None:
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise SnapshotError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+
+
 def write_tipsy(path, snap: TipsySnapshot, *, byteorder: str = "big",
                 overwrite: bool = False) -> Path:
     """Write `snap` (big-endian unless byteorder='little') through a temporary file in the same
@@ -193,27 +286,18 @@ def write_tipsy(path, snap: TipsySnapshot, *, byteorder: str = "big",
     if byteorder not in _ORDERS:
         raise GalaxyviewError(f"byteorder must be 'big' or 'little', got {byteorder!r}")
     path = Path(path)
-    if path.is_dir():
-        raise GalaxyviewError(f"{path} is a folder; give a file name for the snapshot")
-    if path.exists() and not overwrite:
-        raise GalaxyviewError(f"{path} already exists; choose another file name, or pass "
-                              f"overwrite=True to replace it")
+    _check_target(path, overwrite)
     if snap.n >= 2**31:
         raise GalaxyviewError(f"a Tipsy snapshot holds fewer than 2**31 particles, not {snap.n}")
     order = _ORDERS[byteorder]
     header = np.array([(snap.time, snap.n, 3, *snap.counts, 0)], header_dtype(order))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            header.tofile(f)
-            for block in _BLOCKS:
-                getattr(snap, block).astype(block_dtype(block, order)).tofile(f)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise SnapshotError(f"{path}: cannot write it ({exc.strerror or exc})") from None
-        raise
+
+    def write(f):
+        header.tofile(f)
+        for block in _BLOCKS:
+            getattr(snap, block).astype(block_dtype(block, order)).tofile(f)
+
+    _rename(_write_temp(path, write), path)
     return path
 
 
@@ -225,8 +309,9 @@ def _codes(values: np.ndarray, hi: int, fallback: int) -> np.ndarray:
     return np.where(ok, v, fallback).astype(np.int64)
 
 
-def tipsy_to_state(snap: TipsySnapshot, source=None) -> ParticleState:
-    """Particles in block order: gas (as STAR), dark (HALO), star (code from metals/tform)."""
+def tipsy_to_state(snap: TipsySnapshot, source=None, radius=None) -> ParticleState:
+    """Particles in block order: gas (as STAR), dark (HALO), star (code from metals/tform);
+    `radius` in the same order (as read_radius gives it), zeros without."""
     gas, dark, star = snap.gas, snap.dark, snap.star
     n_star_codes = max(Component)
     component = np.concatenate([np.full(len(gas), Component.STAR),
@@ -237,11 +322,18 @@ def tipsy_to_state(snap: TipsySnapshot, source=None) -> ParticleState:
     try:
         state = ParticleState(
             *(np.concatenate([gas[k], dark[k], star[k]]) for k in ("pos", "vel", "mass")),
-            component, galaxy, snap.time)
+            component, galaxy, snap.time, radius=radius)
     except GalaxyviewError as exc:
         raise SnapshotError(f"{source or 'Tipsy snapshot'}: {exc}") from None
     state.meta.update(source=str(source) if source else None, units=None)
     return state
+
+
+def snapshot_order(state: ParticleState) -> np.ndarray:
+    """The state's particle indices in the order state_to_tipsy writes them: HALO particles
+    (the dark block), then the others (the star block)."""
+    halo = state.component == Component.HALO
+    return np.concatenate([np.flatnonzero(halo), np.flatnonzero(~halo)])
 
 
 def state_to_tipsy(state: ParticleState, params: Params | None = None,
@@ -264,18 +356,50 @@ def state_to_tipsy(state: ParticleState, params: Params | None = None,
 
 
 def load_snapshot(path) -> ParticleState:
-    """Read a Tipsy file into a ParticleState (at least one particle), meta naming the file."""
+    """Read a Tipsy file into a ParticleState (at least one particle), meta naming the file;
+    radii from the radius file beside it when there is one (see read_radius)."""
     path = Path(path)
     snap = read_tipsy(path)
     if snap.n == 0:
         raise SnapshotError(f"{path}: the snapshot holds no particles; nothing to simulate")
-    state = tipsy_to_state(snap, path)
+    state = tipsy_to_state(snap, path, read_radius(path, snap.n))
     state.meta["scene"] = path.name
     return state
 
 
 def save_state(path, state: ParticleState, params: Params | None = None, potential=None, *,
                byteorder: str = "big", overwrite: bool = False) -> Path:
-    """Write a ParticleState as a Tipsy snapshot (see state_to_tipsy and write_tipsy)."""
-    return write_tipsy(path, state_to_tipsy(state, params, potential), byteorder=byteorder,
-                       overwrite=overwrite)
+    """Write a ParticleState as a Tipsy snapshot (see state_to_tipsy and write_tipsy) and, if
+    state.has_radius, its radii to radius_path(path). With overwrite=False nothing is written
+    if the snapshot or the radius file exists; a stale radius file of a replaced snapshot is
+    removed when the state has no radii."""
+    path = Path(path)
+    aux = radius_path(path)
+    _check_target(path, overwrite)
+    if aux.is_dir():
+        raise GalaxyviewError(f"{aux} is a folder where the radius file of {path.name} goes; "
+                              f"move it or choose another file name")
+    if aux.exists() and not overwrite:
+        raise GalaxyviewError(f"{aux} (the radius file of {path.name}) already exists; choose "
+                              f"another file name, or pass overwrite=True to replace it")
+    snap = state_to_tipsy(state, params, potential)
+    if not state.has_radius:
+        write_tipsy(path, snap, byteorder=byteorder, overwrite=overwrite)
+        if overwrite:
+            try:
+                aux.unlink(missing_ok=True)
+            except OSError as exc:
+                raise SnapshotError(f"{aux}: cannot remove this stale radius file "
+                                    f"({exc.strerror or exc}); remove it by hand, or it is read "
+                                    f"with the new snapshot {path.name}") from None
+        return path
+    radius = state.radius[snapshot_order(state)].tolist()
+    text = f"{len(radius)}\n" + "".join(f"{r:.9g}\n" for r in radius)  # 9 digits: exact float32
+    tmp = _write_temp(aux, lambda f: f.write(text.encode("ascii")))
+    try:
+        write_tipsy(path, snap, byteorder=byteorder, overwrite=overwrite)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _rename(tmp, aux)  # last: a failed snapshot write leaves the old files as they were
+    return path
