@@ -45,6 +45,15 @@ def test_window_shows_engine_path_and_particle_count(window):
     assert info.n == N and info.path == "host upload" and info.energy_error == 0.0
 
 
+def test_window_shows_the_physics_modules(window):
+    modules = window.sim.engine.modules
+    assert modules["integrator"] == "leapfrog"
+    text = window.panel.modules.text()
+    assert all(f"{kind} {name}" in text for kind, name in modules.items())
+    window.hud.show_info(window.hud_info())
+    assert "integrator leapfrog" in window.hud.text()
+
+
 @pytest.mark.parametrize("name, value", [("theta", 0.42), ("dt", 0.002), ("eps", 0.011)])
 def test_spin_box_sets_the_engine_parameter(window, qtbot, name, value):
     control = getattr(window.panel, name)

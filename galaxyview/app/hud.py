@@ -1,4 +1,5 @@
-"""Heads-up display: a translucent label over the canvas with rates, time and energy error."""
+"""Heads-up display: a translucent label over the canvas with rates, time, energy error, the
+engine and its physics modules; what it shows is gathered from the running session here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,8 +18,28 @@ class HudInfo:
     energy_error: float | None = None  # (E - E0) / |E0|
     engine: str = ""
     path: str = ""  # how positions reach the GL buffer
+    modules: str = ""  # modules_line() of the engine
     playing: bool = False
     recording: bool = False
+
+
+def modules_line(modules: dict) -> str:
+    """'integrator leapfrog · boundary open · collision none' from Engine.modules."""
+    return " · ".join(f"{kind} {name}" for kind, name in modules.items())
+
+
+def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
+    """The HUD's numbers for `session` (None: rates only) drawn on `canvas`."""
+    if session is None:
+        return HudInfo(fps=canvas.frame_rate, draw_ms=canvas.draw_ms)
+    f, units, engine = session.last, session.sim.units, session.engine
+    t = f.time if f else 0.0
+    return HudInfo(
+        fps=canvas.frame_rate, step_ms=f.step_ms if f and f.step_ms else 0.0,
+        draw_ms=canvas.draw_ms, n=engine.n, time=t,
+        time_myr=t * units.time_myr if units else None, energy_error=session.energy_error,
+        engine=engine.device_name, path=session.source.path,
+        modules=modules_line(engine.modules), playing=playing, recording=recording)
 
 
 def hud_text(info: HudInfo) -> str:
@@ -29,12 +50,13 @@ def hud_text(info: HudInfo) -> str:
     state = "playing" if info.playing else "paused"
     if info.recording:
         state += " · REC"
-    return "\n".join([
+    lines = [
         f"{info.fps:5.1f} fps   step {info.step_ms:7.2f} ms   draw {info.draw_ms:6.2f} ms",
         f"N = {info.n:,}   {t}",
         f"{de}   {state}",
         f"{info.engine} · {info.path}",
-    ])
+    ]
+    return "\n".join(lines + [info.modules] if info.modules else lines)
 
 
 class Hud(QLabel):

@@ -47,6 +47,10 @@ class ControlPanel(QWidget):
         form.addRow(self.reset)
 
         form = _group("Physics (takes effect on the next step)", layout)
+        self.modules = QLabel("–")
+        self.modules.setWordWrap(True)
+        self.modules.setToolTip("The engine's integrator, boundary and collision modules")
+        form.addRow("Modules", self.modules)
         self.theta = NumberControl(0.05, THETA_MAX, 0.75, decimals=3)
         self.theta.setToolTip("Opening angle: smaller is more accurate and slower")
         form.addRow("θ", self.theta)

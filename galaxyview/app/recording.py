@@ -1,11 +1,17 @@
-"""Records what the canvas shows into a movie at a fixed frame rate, on the wall clock: when the
-window draws slower than the movie's rate, the last image is repeated, so movie time stays real
-time whatever the UI frame rate is."""
+"""Movies and screenshots of the canvas, and the window's slots that make them.
+
+A movie is recorded at a fixed frame rate on the wall clock: when the window draws slower than
+the movie's rate, the last image is repeated, so movie time stays real time whatever the UI
+frame rate is."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from PyQt6.QtCore import QObject, QTimer
+from PyQt6.QtWidgets import QFileDialog
+
+from galaxyview.errors import GalaxyviewError
 
 
 def movie_available() -> str | None:
@@ -57,3 +63,68 @@ class CanvasRecorder(QObject):
     def abort(self) -> None:
         self._timer.stop()
         self.writer.abort()
+
+
+def save_png(path, rgb) -> Path:
+    import imageio.v3 as iio
+
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise GalaxyviewError(f"{path}: screenshots are PNG files; give a name ending in .png")
+    if not path.parent.is_dir():
+        raise GalaxyviewError(f"{path}: the folder {path.parent} does not exist; create it first")
+    try:
+        iio.imwrite(path, rgb)
+    except OSError as exc:
+        raise GalaxyviewError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+    return path
+
+
+class RecordingActions:
+    """MainWindow's record and screenshot slots (mixed into MainWindow)."""
+
+    def record_clicked(self) -> None:
+        if self.recorder is not None:
+            self.stop_recording()
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Record a movie", "galaxyview.mp4",
+                                              "H.264 movies (*.mp4)")
+        if path:
+            self.start_recording(path, overwrite=True)  # the dialog asked about replacing
+        self._show_recording()
+
+    def start_recording(self, path, fps: int = 30, overwrite: bool = False) -> bool:
+        try:
+            self.recorder = CanvasRecorder(self.canvas, path, fps, overwrite, self)
+        except GalaxyviewError as exc:
+            self.show_error("Cannot record", str(exc))
+            self.recorder = None
+        self._show_recording()
+        return self.recorder is not None
+
+    def stop_recording(self):
+        """Finish the movie; returns its path (None when nothing was being recorded)."""
+        rec, self.recorder = self.recorder, None
+        path = None
+        if rec is not None:
+            try:
+                path = rec.stop()
+                self.statusBar().showMessage(f"movie written: {path} ({rec.frames} frames)", 8000)
+            except GalaxyviewError as exc:
+                self.show_error("Recording failed", str(exc))
+        self._show_recording()
+        return path
+
+    def _show_recording(self) -> None:
+        on = self.recorder is not None
+        self.panel.record.setChecked(on)
+        self.panel.record.setText("Stop recording" if on else "Record…")
+
+    def screenshot_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save a screenshot", "galaxyview.png",
+                                              "PNG images (*.png)")
+        if path:
+            try:
+                save_png(path, self.canvas.render_image())
+            except GalaxyviewError as exc:
+                self.show_error("Cannot save the screenshot", str(exc))

@@ -3,12 +3,11 @@
 The GUI posts commands (parameter changes, step batches, reset) into a queue; the worker runs
 them in order, holding `engine_lock` while it touches the engine, and reports each result with
 a Qt signal. The GUI touches the engine only with the lock taken without waiting (CUDA-GL interop
-between steps), so it never blocks on a step. A GPU engine's pycuda context is pushed around
-each command on the worker thread.
+between steps), so it never blocks on a step. Each command runs inside `engine.activate()`, which
+makes the engine's device current on the worker thread.
 """
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
 import time
@@ -72,30 +71,16 @@ class StepWorker(QThread):
         self._queue.put(("stop", close_engine))
 
     # -- worker thread ---------------------------------------------------------------------------
-    def _context(self):
-        ctx = getattr(self.engine, "context", None)
-        if ctx is None:
-            return contextlib.nullcontext()
-
-        @contextlib.contextmanager
-        def pushed():
-            ctx.push()
-            try:
-                yield
-            finally:
-                ctx.pop()
-        return pushed()
-
     def run(self) -> None:
         while True:
             kind, arg = self._queue.get()
             if kind == "stop":
                 if arg:
-                    with self.engine_lock, self._context():
+                    with self.engine_lock, self.engine.activate():
                         self.engine.close()
                 return
             try:
-                with self.engine_lock, self._context():
+                with self.engine_lock, self.engine.activate():
                     frame = self._execute(kind, arg)
             except GalaxyviewError as exc:
                 self.failed.emit(str(exc))

@@ -1,0 +1,49 @@
+"""Camera and look actions of the window: fit, display settings and the tree-box levels."""
+from __future__ import annotations
+
+from PyQt6.QtCore import QSignalBlocker
+
+from galaxyview.errors import GalaxyviewError
+from galaxyview.render.look import COLOUR_MODES
+
+
+class LookActions:
+    """MainWindow's camera and look slots (mixed into MainWindow)."""
+
+    def fit_camera(self) -> None:
+        """Frame the particles (on the GPU engine as soon as the worker is idle)."""
+        positions = self.session.fit_positions() if self.session else None
+        self._fit_pending = self.session is not None and positions is None
+        if positions is not None:
+            self.canvas.camera.fit(positions)
+        self._dirty = True
+
+    def set_look(self, **changes) -> None:
+        try:
+            candidate = self.look.with_(**changes)  # validates
+        except GalaxyviewError as exc:
+            self.show_error("Bad display setting", str(exc))
+            return
+        for key in changes:
+            setattr(self.look, key, getattr(candidate, key))
+        self._dirty = True
+
+    def _box_levels_changed(self) -> None:
+        p = self.panel
+        lo, hi = p.box_lo.value(), p.box_hi.value()
+        if lo > hi:  # keep lo <= hi by moving the other end along
+            moved_lo = self.sender() is p.box_lo
+            lo, hi = (lo, lo) if moved_lo else (hi, hi)
+            other = p.box_hi if moved_lo else p.box_lo
+            with QSignalBlocker(other):
+                other.setValue(lo)
+        self.set_look(box_levels=(lo, hi))
+
+    def toggle_colour(self) -> None:
+        other = COLOUR_MODES[1 - COLOUR_MODES.index(self.look.colour_mode)]
+        self.panel.colour.setCurrentText(other)
+
+    def scale_exposure(self, factor: float) -> None:
+        value = min(max(self.look.exposure * factor, 0.01), 100.0)
+        self.panel.exposure.set_value(value)
+        self.set_look(exposure=value)

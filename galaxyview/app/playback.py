@@ -1,0 +1,60 @@
+"""The play / step loop of the window: the frame timer posts step batches while playing, worker
+frames feed the energy plot, and each paint syncs the newest state into the vertex buffer."""
+from __future__ import annotations
+
+FRAME_MS = 15  # the UI frame timer
+
+
+class PlaybackActions:
+    """MainWindow's play, step and reset slots and its frame loop (mixed into MainWindow)."""
+
+    @property
+    def frame_shown(self) -> bool:
+        """True when the latest state from the worker is in the vertex buffer."""
+        return self.session is None or self.session.frame is None
+
+    def set_playing(self, on: bool) -> None:
+        self.playing = bool(on)
+        if self.panel.play.isChecked() != self.playing:
+            self.panel.play.setChecked(self.playing)
+        self.panel.play.setText("Pause" if self.playing else "Play")
+
+    def single_step(self) -> None:
+        self.set_playing(False)
+        if self.session is not None:
+            self.session.post_steps(1)
+
+    def reset(self) -> None:
+        if self.session is not None:
+            self.worker.reset()
+
+    def _tick(self) -> None:
+        s = self.session
+        if s is not None and self.playing:
+            s.post_steps(self.steps_per_frame)
+        pending = s is not None and s.frame is not None
+        if (self._dirty or pending or self._fit_pending or self.canvas.auto_orbit_deg
+                or self.canvas.camera.following):
+            self._dirty = False
+            self.canvas.update()
+
+    def _on_frame(self, session, frame) -> None:
+        if session is not self.session:
+            return
+        if frame.kind == "reset":
+            self.plot.clear()
+        if frame.energy is not None:
+            self.plot.add_point(frame.time, session.energy_error)
+        self._dirty = True
+
+    def _on_failed(self, session, message: str) -> None:
+        if session is self.session:
+            self.set_playing(False)
+            self.show_error("The engine stopped", message)
+
+    def _before_draw(self) -> None:
+        """In the GL context before each paint."""
+        if self.session is not None and self.session.sync(self.look):
+            self.step_frames += 1
+        if self._fit_pending:
+            self.fit_camera()

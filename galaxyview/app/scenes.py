@@ -1,0 +1,131 @@
+"""Scene and parameter handling of the window: opening scenes and snapshots, the particle count,
+theta / dt / eps, and showing the running simulation in the panel."""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from PyQt6.QtCore import QSignalBlocker, Qt
+from PyQt6.QtWidgets import QFileDialog
+
+from galaxyview.app.hud import modules_line
+from galaxyview.app.session import Session
+from galaxyview.errors import GalaxyviewError
+from galaxyview.render.sources import speed_scale
+
+OPEN_FILTER = "Scenes and snapshots (*.toml *.tipsy *.std *.bin *.dat);;All files (*)"
+PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε"}
+
+
+@dataclass
+class ViewOptions:
+    source: str | None = None
+    backend: str = "auto"
+    n: int | None = None
+    theta: float | None = None
+    dt: float | None = None
+    eps: float | None = None
+    gravity: str = "tree"
+
+
+def _shipped():
+    try:
+        from galaxyview.model.scene import shipped_scenes
+        return shipped_scenes()
+    except GalaxyviewError:
+        return []
+
+
+class SceneActions:
+    """MainWindow's scene and parameter slots (mixed into MainWindow)."""
+
+    def _list_shipped_scenes(self) -> None:
+        combo = self.panel.scene
+        for name, description, _ in _shipped():
+            combo.addItem(name, name)
+            combo.setItemData(combo.count() - 1, description, Qt.ItemDataRole.ToolTipRole)
+
+    def open_source(self, source: str, n: int | None = None) -> None:
+        """Load a scene or snapshot and run it; raises GalaxyviewError (nothing changes then)."""
+        from galaxyview.simulation import open_simulation
+
+        o = self.options
+        try:
+            sim = open_simulation(str(source), o.backend, n, o.theta, o.dt, o.eps, o.gravity)
+        except MemoryError:
+            raise GalaxyviewError(f"{source}: not enough memory for this many particles; "
+                                  "choose a smaller particle count") from None
+        # command-line overrides (n, theta, dt, eps) apply to the first scene only
+        self.options = ViewOptions(backend=o.backend, gravity=o.gravity)
+        if self.session is not None:
+            self.session.close()
+        self.session = s = Session(sim, self.canvas)
+        s.changed.connect(lambda frame, s=s: self._on_frame(s, frame))
+        s.failed.connect(lambda msg, s=s: self._on_failed(s, msg))
+        self.source_name = str(source)
+        self.canvas.renderer.auto_speed_max = speed_scale(sim.initial.vel)
+        self.canvas.camera.fit(s.positions)
+        self.plot.clear()
+        self._show_sim()
+
+    def load(self, source: str, n: int | None = None) -> bool:
+        """open_source() for the window: an error shows a dialog and the current scene runs on."""
+        name = Path(str(source)).name
+        try:
+            self.open_source(source, n)
+            return True
+        except GalaxyviewError as exc:
+            self.show_error(f"Cannot open {name}", str(exc))
+        except Exception as exc:  # a bug: say what, keep running
+            traceback.print_exc()
+            self.show_error(f"Cannot open {name}", f"unexpected error: {type(exc).__name__}: "
+                                                   f"{exc}")
+        self._select_scene_item(self.source_name)
+        return False
+
+    def _show_sim(self) -> None:
+        p, sim = self.panel, self.sim
+        with QSignalBlocker(p.n):
+            p.n.setValue(sim.engine.n)
+        p.n.setEnabled(sim.scene is not None)
+        p.engine.setText(f"{sim.engine.device_name}\npositions by {self.session.source.path}")
+        p.modules.setText(modules_line(sim.engine.modules))
+        for name in ("theta", "dt", "eps"):
+            getattr(p, name).set_value(getattr(sim.engine.params, name))
+        self._select_scene_item(self.source_name)
+        self.setWindowTitle(f"galaxyview: {sim.name}")
+        self._dirty = True
+
+    def _select_scene_item(self, source) -> None:
+        if source is None:
+            return
+        combo = self.panel.scene
+        i = combo.findData(source)
+        if i < 0:
+            combo.addItem(Path(source).name, source)
+            i = combo.count() - 1
+        combo.setCurrentIndex(i)
+
+    def _n_changed(self) -> None:
+        sim = self.sim
+        if sim is not None and sim.scene is not None and self.panel.n.value() != sim.engine.n:
+            self.load(self.source_name, self.panel.n.value())
+
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a scene or snapshot", "", OPEN_FILTER)
+        if path:
+            self.load(path)
+
+    def set_param(self, name: str, value: float) -> None:
+        """theta, dt or eps for the next step (checked first)."""
+        if self.session is None:
+            return
+        try:
+            self.sim.engine.params.with_(**{name: value})
+        except GalaxyviewError as exc:
+            self.show_error("Bad parameter", str(exc))
+            return
+        self.worker.set_params(**{name: value})
+        last = self.session.last
+        self.plot.add_marker(last.time if last else 0.0, f"{PARAM_SYMBOLS[name]}={value:g}")
