@@ -131,3 +131,4 @@ def test_bench_reports_phases_and_rates(capsys):
     assert row["walk_tflops"] > 0
     assert row["particles_per_s"] == pytest.approx(2048 / (row["step_ms"] / 1e3))
     assert row["bonsai"] is None  # Bonsai figures exist only for the GPU sizes
+    assert row["device_bytes_per_particle"] is None  # a host engine holds no device memory

@@ -98,7 +98,7 @@ def run(args) -> int:
     config = scene.config
     params = scene.params.with_(dt=args.dt, theta=args.theta)
     engine, why = create_engine(args.backend, params)
-    state = scene.build(args.n, "gpu" if engine.name == "gpu" else "cpu")
+    state = scene.build(args.n, "gpu" if engine.on_gpu else "cpu")
     h = config.disk.scale_length
     r_half, period = rotation_period(config)
     unit_myr = scene.units.time_myr if scene.units else 1.0

@@ -95,7 +95,7 @@ def picture(scene_name: str, backend: str, n: int | None, later: float | None,
             out: Path = OUT) -> Path:
     scene = load_scene(scene_name)
     engine, why = create_engine(backend, scene.params)
-    state = scene.build(n, "gpu" if engine.name == "gpu" else "cpu")
+    state = scene.build(n, "gpu" if engine.on_gpu else "cpu")
     if later is None:
         later = later_time(scene, state)
     steps = max(1, round(later / scene.params.dt))

@@ -3,31 +3,14 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from galaxyview.cli import common
-from galaxyview.cli.main import print_json
+from galaxyview.cli.output import print_json, progress_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path
-
-
-@contextmanager
-def progress_bar(total: int, desc: str, unit: str = "step"):
-    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
-               disable=None)  # None: off when stderr is not a terminal
-    try:
-        yield bar.update
-    finally:
-        bar.close()
-
-
-def _say(args, text: str) -> None:
-    """Notes for people go to stderr, so --json output stays clean."""
-    print(text, file=sys.stderr)
 
 
 def check_out(out: str | None, overwrite: bool) -> None:
@@ -49,7 +32,7 @@ def cmd_run(args) -> int:
     sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
                           **common.engine_options(args))
     try:
-        _say(args, f"{sim.name}: {sim.engine.n} particles, {sim.why}")
+        say(f"{sim.name}: {sim.engine.n} particles, {sim.why}")
         with progress_bar(args.steps, sim.name) as update:
             result = run(sim.engine, sim.name, args.steps, update,
                          sim.units.time_myr if sim.units else None)
@@ -111,12 +94,12 @@ def cmd_accuracy(args) -> int:
 
 def cmd_bench(args) -> int:
     from galaxyview.engines import resolve_backend
-    from galaxyview.jobs.bench import bench_one
+    from galaxyview.bench.engine import bench_one
 
     kind, why = resolve_backend(args.backend)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
     rows, device = [], None
-    _say(args, why)
+    say(why)
     with progress_bar(len(ns) * len(args.theta), "bench", unit="case") as update:
         for n in ns:
             for theta in args.theta:

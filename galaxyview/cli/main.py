@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from galaxyview import __version__
@@ -94,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
             return record.run_record(args)
         from galaxyview.cli import jobs
 
-        return getattr(jobs, f"cmd_{args.command}")(args)
+        handlers = {"run": jobs.cmd_run, "accuracy": jobs.cmd_accuracy, "bench": jobs.cmd_bench,
+                    "scenes": jobs.cmd_scenes}
+        return handlers[args.command](args)
     except GalaxyviewError as exc:
         print(f"galaxyview: error: {exc}", file=sys.stderr)
         return 2
@@ -104,7 +105,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("galaxyview: interrupted", file=sys.stderr)
         return 130
-
-
-def print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=float))

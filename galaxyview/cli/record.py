@@ -7,9 +7,9 @@ holds the frames made so far).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from galaxyview.cli import common
+from galaxyview.cli.output import say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.movie.encoder import PRESETS, MovieError, check_size
 from galaxyview.movie.recorder import CAMERAS
@@ -87,10 +87,6 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _say(text: str) -> None:
-    print(text, file=sys.stderr)
-
-
 def run_record(args) -> int:
     from galaxyview.movie.encoder import MovieWriter
     from galaxyview.movie.recorder import RecordOptions, record_simulation
@@ -110,29 +106,29 @@ def run_record(args) -> int:
     except GalaxyviewError as exc:
         if writer is not None:
             writer.abort()
-        _say(f"galaxyview record: error: {exc}")
+        say(f"galaxyview record: error: {exc}")
         return 2
     except KeyboardInterrupt:
         if writer is not None:
             writer.abort()
-        _say("galaxyview record: interrupted before the first frame; no movie was written")
+        say("galaxyview record: interrupted before the first frame; no movie was written")
         return 130
     except BaseException:
         if writer is not None:
             writer.abort()
         raise
     try:
-        _say(f"{sim.name}: {sim.engine.n} particles, {sim.why}; {frames} frames of "
+        say(f"{sim.name}: {sim.engine.n} particles, {sim.why}; {frames} frames of "
              f"{options.size[0]}x{options.size[1]} at {options.fps} fps -> {writer.path}")
         result = record_simulation(sim, writer, options, show_progress=not args.no_progress)
     except KeyboardInterrupt:
         writer.abort()
-        _say("galaxyview record: interrupted before the first frame or while finishing the "
+        say("galaxyview record: interrupted before the first frame or while finishing the "
              "movie; no movie was written")
         return 130
     except GalaxyviewError as exc:
         writer.abort()
-        _say(f"galaxyview record: error: {exc}")
+        say(f"galaxyview record: error: {exc}")
         return 1
     except BaseException:
         writer.abort()
@@ -145,16 +141,16 @@ def run_record(args) -> int:
 def _report(result) -> int:
     if result.frames == 0:
         why = "interrupted" if result.interrupted else f"failed: {result.failure}"
-        _say(f"galaxyview record: {why} before the first frame; no movie was written")
+        say(f"galaxyview record: {why} before the first frame; no movie was written")
         return 130 if result.interrupted else 1
     summary = (f"{result.path}: {result.frames} frames in {result.wall_s:.1f} s "
                f"({result.fps:.1f} frames/s end to end)")
     if result.interrupted:
-        _say(f"galaxyview record: interrupted; finished the movie with the {result.frames} of "
+        say(f"galaxyview record: interrupted; finished the movie with the {result.frames} of "
              f"{result.requested} frames made so far. {summary}")
         return 130
     if result.failure:
-        _say(f"galaxyview record: stopped after {result.frames} of {result.requested} frames: "
+        say(f"galaxyview record: stopped after {result.frames} of {result.requested} frames: "
              f"{result.failure}. The movie holds the frames made so far. {summary}")
         return 1
     print(summary)

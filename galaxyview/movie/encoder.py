@@ -137,7 +137,6 @@ class MovieWriter:
             raise MovieError(f"crf must be a whole number in 0..51, got {crf!r}")
         self.path = check_output(path, overwrite)
         self.overwrite = overwrite
-        self.frames_added = 0
         self.frames_written = 0
         self._error: BaseException | None = None
         self._stderr: deque[str] = deque(maxlen=20)
@@ -190,7 +189,6 @@ class MovieWriter:
                 break
             except queue.Full:
                 continue
-        self.frames_added += 1
 
     def close(self) -> Path:
         """Encode the queued frames, finish the file and rename it to `path`; return `path`.

@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from galaxyview.engines.cpu import kernels, threads
+from galaxyview.engines.cpu.cells import Tree, ranges
 from galaxyview.engines.cpu.groups import group_boxes
-from galaxyview.engines.cpu.tree import Tree, ranges
 from galaxyview.engines.cpu.walk import Walker
 from galaxyview.model.params import check_eps, check_theta
 

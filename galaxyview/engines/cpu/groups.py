@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from galaxyview.engines.cpu.tree import Tree
+from galaxyview.engines.cpu.cells import Tree
 
 
 def make_groups(tree: Tree, n_crit: int = 64) -> None:

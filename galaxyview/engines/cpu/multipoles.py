@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from galaxyview.engines.cpu.tree import Tree
+from galaxyview.engines.cpu.cells import Tree
 
 _PAIRS = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))  # Q component order
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from galaxyview.engines.cpu.cells import Tree, ranges
 from galaxyview.engines.cpu.groups import group_boxes
-from galaxyview.engines.cpu.tree import Tree, ranges
 
 
 @dataclass

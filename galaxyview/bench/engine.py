@@ -9,10 +9,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from galaxyview.bench.reference import bonsai_ratios, step_medians, walk_tflops
 from galaxyview.engines import create_engine
-from galaxyview.engines.reference import bonsai_ratios, step_medians, walk_tflops
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
+
 
 @dataclass
 class BenchRow:
@@ -42,11 +43,11 @@ def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 
         step = float(sum(phases.values()))
         build = phases["keys_sort"] + phases["build"] + phases["multipoles"]
         tflops = walk_tflops(pp_m, pc_m, n, phases["walk"])
-        mem = getattr(engine, "device_memory_bytes", None)
+        mem = engine.device_memory_bytes()
         row = BenchRow(n, theta, phases, step, build, pp_m, pc_m, tflops,
                        n / (step / 1e3) if step > 0 else 0.0,
-                       (mem() / n) if callable(mem) else None)
-        if engine.name == "gpu":
+                       mem / n if mem is not None else None)
+        if engine.on_gpu:
             row.bonsai = bonsai_ratios(n, theta, phases["walk"], build, step)
         return row, engine.device_name
     finally:

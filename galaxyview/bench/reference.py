@@ -7,7 +7,6 @@ where build is sort + tree construction + multipoles. Flops follow Bonsai's conv
 
 FLOPS_PP = 23  # per particle-particle interaction
 FLOPS_PC = 65  # per particle-cell interaction (monopole + quadrupole)
-FP32_PEAK_TFLOPS_H200 = 65.3  # measured FMA peak, 132 SMs (H100 has the same)
 
 BONSAI_H200 = {
     (1 << 20, 0.4): (14.35, 1.89, 16.5),

@@ -1,8 +1,8 @@
 """Measure the GPU engine: per-phase CUDA-event medians, interactions, walk TFLOP/s and force
 error, next to Bonsai's reference table (docs/gpu-engine.md). For the engine's developers:
 
-    python -m galaxyview.engines.gpu.bench --n 1048576 4194304 --theta 0.4 0.75 [--json F]
-    python -m galaxyview.engines.gpu.bench --selfcheck 65536   (a short run for compute-sanitizer)
+    python -m galaxyview.bench.gpu_engine --n 1048576 4194304 --theta 0.4 0.75 [--json F]
+    python -m galaxyview.bench.gpu_engine --selfcheck 65536   (a short run for compute-sanitizer)
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from galaxyview.engines.reference import bonsai_ratios, step_medians, walk_tflops
+from galaxyview.bench.reference import bonsai_ratios, step_medians, walk_tflops
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 
@@ -107,7 +107,8 @@ def selfcheck(n: int) -> None:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m galaxyview.bench.gpu_engine",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[2**20])
     ap.add_argument("--theta", type=float, nargs="+", default=[0.4, 0.75])
     ap.add_argument("--steps", type=int, default=7)

@@ -1,6 +1,6 @@
 """Recording benchmark: what each stage costs alone, then whole recordings.
 
-    python -m galaxyview.movie.bench mw-andromeda --n 1048576 --frames 300 --out DIR
+    python -m galaxyview.bench.movie mw-andromeda --n 1048576 --frames 300 --out DIR
 
 Stages alone: engine steps; render + pixel read-back; the encoder fed frames from memory
 (per x264 preset). Then whole recordings (steps, draw, caption, encode; from the first step to
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     from galaxyview.render.offscreen import OffscreenRenderer
     from galaxyview.simulation import open_simulation
 
-    p = argparse.ArgumentParser(prog="python -m galaxyview.movie.bench")
+    p = argparse.ArgumentParser(prog="python -m galaxyview.bench.movie")
     p.add_argument("scene")
     p.add_argument("--n", type=int, default=None)
     p.add_argument("--frames", type=int, default=300)

@@ -1,7 +1,7 @@
 """Renderer benchmark on the GPU machine (EGL, no Qt): rendering + interop alone on Plummer
 spheres, and whole frames (one engine step + rendering) on a scene; medians, JSON lines.
 
-    python -m galaxyview.render.benchmark --scene antennae --n 1048576 \
+    python -m galaxyview.bench.render --scene antennae --n 1048576 \
         --render-n 1048576 4194304 --frames 100 --sweep --png frame.png --png-steps 600
 """
 from __future__ import annotations
@@ -87,7 +87,7 @@ def whole_frames(renderer: OffscreenRenderer, engine, frames: int) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m galaxyview.bench.render", description=__doc__)
     ap.add_argument("--scene", default="antennae")
     ap.add_argument("--n", type=int, default=1_048_576,
                     help="particles for whole frames (0: skip them)")
