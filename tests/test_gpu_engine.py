@@ -171,3 +171,22 @@ def test_centre_of_mass_on_the_device_matches_the_state(engine, n):
         assert not np.allclose(moved, got)
     with pytest.raises(ValueError, match="one entry per particle"):
         engine.centre_of_mass(np.ones(n + 1, dtype=bool))
+
+
+def test_engine_runs_on_the_device_it_is_given():
+    import pycuda.driver as cuda
+
+    from galaxyview.engines import create_engine
+
+    last = cuda.Device.count() - 1  # device 0 on a one-GPU machine, another one elsewhere
+    engine, why = create_engine("gpu", Params(), device=last)
+    try:
+        assert f"(device {last})" in why and engine.device_view().ordinal == last
+        engine.load(plummer_sphere(3000, np.random.default_rng(4)))
+        engine.step(1)
+        with engine.activate():
+            assert cuda.Context.get_device().pci_bus_id() == cuda.Device(last).pci_bus_id()
+    finally:
+        engine.close()
+    with pytest.raises(EngineError, match="no CUDA device 99"):
+        create_engine("gpu", device=99)

@@ -60,10 +60,6 @@ class CanvasRecorder(QObject):
         self._timer.stop()
         return self.writer.close()
 
-    def abort(self) -> None:
-        self._timer.stop()
-        self.writer.abort()
-
 
 def save_png(path, rgb) -> Path:
     import imageio.v3 as iio

@@ -3,7 +3,7 @@ theta / dt / eps, and showing the running simulation in the panel."""
 from __future__ import annotations
 
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PyQt6.QtCore import QSignalBlocker, Qt
@@ -27,6 +27,7 @@ class ViewOptions:
     dt: float | None = None
     eps: float | None = None
     gravity: str = "tree"
+    engine: dict = field(default_factory=dict)  # device, integrator, boundary, collision
 
 
 def _shipped():
@@ -52,7 +53,8 @@ class SceneActions:
 
         o = self.options
         try:
-            sim = open_simulation(str(source), o.backend, n, o.theta, o.dt, o.eps, o.gravity)
+            sim = open_simulation(str(source), o.backend, n, o.theta, o.dt, o.eps, o.gravity,
+                                  **o.engine)
         except MemoryError:
             raise GalaxyviewError(f"{source}: not enough memory for this many particles; "
                                   "choose a smaller particle count") from None

@@ -34,9 +34,10 @@ class BenchRow:
 
 
 def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 2,
-              eps: float = 0.05, dt: float = 1.0 / 16, seed: int = 1) -> tuple[BenchRow, str]:
+              eps: float = 0.05, dt: float = 1.0 / 16, seed: int = 1,
+              device: int = 0) -> tuple[BenchRow, str]:
     state = plummer_sphere(n, np.random.default_rng(seed))
-    engine, _ = create_engine(backend, Params(theta=theta, dt=dt, eps=eps))
+    engine, _ = create_engine(backend, Params(theta=theta, dt=dt, eps=eps), device=device)
     try:
         engine.load(state)
         phases, pp_m, pc_m = step_medians(engine, steps, warmup)

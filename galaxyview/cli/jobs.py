@@ -17,8 +17,13 @@ def check_out(out: str | None, overwrite: bool) -> None:
     """Fail before any work if --out cannot be written; ask before replacing a file."""
     if out is None:
         return
-    if Path(out).is_file() and not overwrite and sys.stdin is not None and sys.stdin.isatty():
-        overwrite = input(f"{out} exists. Overwrite? [y/N] ").strip().lower() in ("y", "yes")
+    from galaxyview.model.tipsy import radius_path
+
+    existing = [p for p in (Path(out), radius_path(out)) if p.is_file()]
+    if existing and not overwrite and sys.stdin is not None and sys.stdin.isatty():
+        names = " and ".join(map(str, existing))
+        overwrite = input(f"{names} exist(s). Overwrite? [y/N] ").strip().lower() in ("y", "yes")
+    check_output_path(radius_path(out), overwrite)  # the radii's file beside the snapshot
     folder = check_output_path(out, overwrite).parent
     if not os.access(folder, os.W_OK):
         raise GalaxyviewError(f"--out {out}: folder {folder} is not writable")
@@ -52,6 +57,7 @@ def cmd_run(args) -> int:
         t += f" ({result.t_end * result.time_unit_myr:.1f} Myr)"
     print(f"{result.name}: N = {result.n}, {result.steps} steps of dt = {result.dt:g}, {t}, "
           f"theta = {result.theta:g}, eps = {result.eps:g}, engine {result.device}")
+    print("  modules                " + ", ".join(f"{k} {v}" for k, v in result.modules.items()))
     print(f"  relative energy error  {result.rel_energy_error:.3e}")
     print(f"  momentum drift         {result.momentum_drift:.3e} (|dP| / sum m|v|)")
     print(f"  angular momentum drift {result.angular_momentum_drift:.3e}")
@@ -78,7 +84,8 @@ def cmd_accuracy(args) -> int:
         name, eps = f"plummer-{n}", 0.05 if args.eps is None else args.eps
     sample = args.sample or (None if state.n <= 32768 else 4096)
     with progress_bar(len(args.theta) + 1, "accuracy", unit="solve") as update:
-        result = accuracy(state, name, args.theta, eps, args.backend, sample, progress=update)
+        result = accuracy(state, name, args.theta, eps, args.backend, sample, progress=update,
+                          device=args.device)
     if args.json:
         print_json(result.as_dict())
         return 0
@@ -96,14 +103,15 @@ def cmd_bench(args) -> int:
     from galaxyview.engines import resolve_backend
     from galaxyview.bench.engine import bench_one
 
-    kind, why = resolve_backend(args.backend)
+    kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
     rows, device = [], None
     say(why)
     with progress_bar(len(ns) * len(args.theta), "bench", unit="case") as update:
         for n in ns:
             for theta in args.theta:
-                row, device = bench_one(kind, n, theta, args.steps, args.warmup)
+                row, device = bench_one(kind, n, theta, args.steps, args.warmup,
+                                        device=args.device)
                 rows.append(row)
                 update(1)
     if args.json:

@@ -60,7 +60,8 @@ def run_view(args) -> int:
         from galaxyview.app.main import run_window
         from galaxyview.app.window import ViewOptions
 
-        options = ViewOptions(args.source, args.backend, args.n, args.theta, args.dt, args.eps)
+        options = ViewOptions(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
+                              engine=common.engine_options(args))
         return run_window(options, args.screenshot, args.frames, args.steps_per_frame)
     except GalaxyviewError as exc:
         print(f"galaxyview: error: {exc}", file=sys.stderr)

@@ -50,7 +50,8 @@ def direct_reference(state: ParticleState, eps: float, targets=None):
 
 
 def accuracy(state: ParticleState, name: str, thetas, eps: float, backend: str = "cpu",
-             sample: int | None = None, seed: int = 0, progress=None) -> AccuracyResult:
+             sample: int | None = None, seed: int = 0, progress=None,
+             device: int = 0) -> AccuracyResult:
     """Force-error percentiles for each theta; `sample` limits the reference to that many
     randomly chosen particles (direct summation costs N * sample)."""
     targets = None
@@ -64,7 +65,7 @@ def accuracy(state: ParticleState, name: str, thetas, eps: float, backend: str =
     for theta in thetas:
         params = Params(theta=theta, eps=eps)
         if engine is None:
-            engine, _ = create_engine(backend, params)
+            engine, _ = create_engine(backend, params, device=device)
             engine.load(state)
         else:
             engine.set_params(theta=theta)

@@ -29,6 +29,7 @@ class RunResult:
     angular_momentum_drift: float
     ms_per_step_median: float
     wall_s: float
+    modules: dict | None = None  # integrator, boundary, collision by name
     time_unit_myr: float | None = None
     out: str | None = None
 
@@ -73,5 +74,5 @@ def run(engine: Engine, name: str, steps: int, progress=None, time_unit_myr=None
         momentum_drift=float(np.linalg.norm(p1 - p0) / p_scale),
         angular_momentum_drift=float(np.linalg.norm(l1 - l0) / l_scale),
         ms_per_step_median=float(np.median(step_ms)) if step_ms else 0.0,
-        wall_s=wall, time_unit_myr=time_unit_myr,
+        wall_s=wall, modules=engine.modules, time_unit_myr=time_unit_myr,
     )

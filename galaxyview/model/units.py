@@ -43,5 +43,3 @@ class UnitSystem:
     def time(self, myr):
         return myr / self.time_myr
 
-
-NBODY = None  # scenes without physical units carry units=None

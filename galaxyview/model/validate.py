@@ -30,9 +30,6 @@ class Table:
     def error(self, key: str, value, allowed: str) -> SceneError:
         return SceneError(f"{self.source}: {self.key_path(key)} = {value!r}: {allowed}")
 
-    def has(self, key: str) -> bool:
-        return key in self.data
-
     def _get(self, key, default):
         self._read.add(key)
         if key in self.data:
@@ -72,14 +69,6 @@ class Table:
             raise self.error(key, value, "must be a string")
         if choices is not None and value not in choices:
             raise self.error(key, value, f"must be one of {', '.join(map(repr, choices))}")
-        return value
-
-    def boolean(self, key, default=_MISSING):
-        value = self._get(key, default)
-        if value is None or (value is default and key not in self.data):
-            return value
-        if not isinstance(value, bool):
-            raise self.error(key, value, "must be true or false")
         return value
 
     def vector(self, key, default=_MISSING, *, length=3):
