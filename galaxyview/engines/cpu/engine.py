@@ -95,7 +95,7 @@ class CPUEngine(Engine):
 
     def state(self) -> ParticleState:
         loaded, s = self._need_state(), self.system
-        return ParticleState(s.pos, s.vel, loaded.mass, loaded.component, loaded.galaxy,
+        return ParticleState(s.pos, s.vel, s.mass, loaded.component, loaded.galaxy,
                              self._time, dict(loaded.meta), radius=s.radius)
 
     @property

@@ -1,5 +1,5 @@
 """The GPU engine: Bonsai's tree code in CUDA C (kernels/nbody_*.cu), driven through pycuda.
 
-Importing this package never needs pycuda; probe.unavailable_reason() says whether the engine
-can run here, and engine.GPUEngine is the engine itself.
+Importing this package never needs pycuda; galaxyview.cuda.probe.unavailable_reason() says
+whether the engine can run here, and engine.GPUEngine is the engine itself.
 """
