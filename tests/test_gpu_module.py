@@ -6,12 +6,12 @@ import subprocess
 import pytest
 
 from galaxyview.cuda import probe
-from galaxyview.cuda.compile import defines_flags, kernel_formats
+from galaxyview.cuda.compile import defines_flags, kernel_formats, read_kernel
 from galaxyview.engines.gpu import constants, module
 from galaxyview.errors import EngineError
 from galaxyview.resources import kernels_dir
 
-LEAPFROG = [("integrator_leapfrog.cu", module.read_kernel("integrator_leapfrog.cu"))]
+LEAPFROG = [("integrator_leapfrog.cu", read_kernel("integrator_leapfrog.cu"))]
 
 # The launch formats as they were declared by hand before they were read off the sources.
 EXPECTED = {

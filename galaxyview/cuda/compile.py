@@ -9,6 +9,7 @@ import re
 
 from galaxyview.cuda.probe import find_nvcc
 from galaxyview.errors import EngineError
+from galaxyview.resources import kernels_dir
 
 _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?'
                      r'(\w+)\s*\(([^)]*)\)', re.S)
@@ -37,6 +38,14 @@ def kernel_formats(source: str) -> dict[str, str]:
             fmt.append(kind)
         out[name] = "".join(fmt)
     return out
+
+
+def read_kernel(name: str) -> str:
+    """The text of kernels/`name`."""
+    path = kernels_dir() / name
+    if not path.is_file():
+        raise EngineError(f"GPU kernel source {path} is missing; reinstall galaxyview")
+    return path.read_text()
 
 
 def defines_flags(defines: dict) -> list[str]:

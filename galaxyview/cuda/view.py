@@ -7,11 +7,13 @@ from typing import Callable
 
 @dataclass(frozen=True)
 class DeviceParticles:
-    """Device pointers of the particles in the engine's current order: pos4 (x, y, z, mass) and
-    vel4 (vx, vy, vz, Component code as float), float4 each. Valid until the next step."""
+    """Device pointers (float4 each) of the particles in the engine's current order: pos4
+    (x, y, z, mass), vel4 (vx, vy, vz, Component code as float), acc4 (ax, ay, az, phi).
+    Valid until the next force evaluation (its sort moves the particles)."""
 
     pos4: int
     vel4: int
+    acc4: int
     n: int
 
 

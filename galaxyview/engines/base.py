@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from galaxyview.errors import EngineError
 from galaxyview.model import diagnostics
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
@@ -124,6 +125,12 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def step(self, n: int = 1) -> None:
         """Advance n steps of the integrator (each of size params.dt for a shared step)."""
+
+    @staticmethod
+    def _step_count(n) -> int:
+        if int(n) != n or n < 0:
+            raise EngineError(f"step(n) needs a whole number of steps >= 0, got {n!r}")
+        return int(n)
 
     @abc.abstractmethod
     def accelerations(self) -> tuple[np.ndarray, np.ndarray]:

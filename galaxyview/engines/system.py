@@ -8,20 +8,10 @@ with the jerk where the gravity module provides it.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class DeviceArrays:
-    """Device pointers (float4 each) in the engine's current order: pos4 (x, y, z, mass), vel4
-    (vx, vy, vz, Component code), acc4 (ax, ay, az, phi); valid until the next force call."""
-
-    pos4: int
-    vel4: int
-    acc4: int
-    n: int
+from galaxyview.errors import EngineError
 
 
 class System(abc.ABC):
@@ -44,6 +34,10 @@ class System(abc.ABC):
         of all particles, or only of `active` (the others keep theirs). jerk=True also gives
         the jerk where `provides_jerk`; EngineError otherwise."""
 
+    def _refuse_jerk(self, gravity: str) -> None:
+        raise EngineError(f"{gravity} gravity on the {self.kind.upper()} engine gives no jerk; "
+                          "choose an integrator that needs accelerations only")
+
 
 class HostSystem(System):
     """pos, vel, acc (N, 3), pot, mass, radius (N,): float64 arrays in the loaded order."""
@@ -65,7 +59,7 @@ class DeviceSystem(System):
 
     @abc.abstractmethod
     def particles(self):
-        """The current DeviceArrays."""
+        """The current galaxyview.cuda.DeviceParticles (pos4, vel4, acc4, n)."""
 
     @abc.abstractmethod
     def launch(self, kernel: str, *args) -> None:

@@ -10,7 +10,6 @@ from galaxyview.errors import EngineError
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
-from galaxyview.resources import kernels_dir
 
 BLOCK = 256
 SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
@@ -138,10 +137,10 @@ class DeviceSource:
 
 def _compile(name: str):
     """A kernels/ file compiled for the current device (pycuda caches the binary)."""
-    from galaxyview.cuda.compile import Module
+    from galaxyview.cuda.compile import Module, read_kernel
 
     try:
-        return Module((kernels_dir() / name).read_text(), what=f"renderer's kernels/{name}")
+        return Module(read_kernel(name), what=f"renderer's kernels/{name}")
     except EngineError as exc:
         raise RenderError(str(exc)) from None
 

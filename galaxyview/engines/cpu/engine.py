@@ -43,8 +43,7 @@ class _Particles(HostSystem):
 
     def forces(self, active=None, jerk: bool = False) -> None:
         if jerk:
-            raise EngineError(f"{self._engine.gravity} gravity on the CPU engine gives no jerk; "
-                              "choose an integrator that needs accelerations only")
+            self._refuse_jerk(self._engine.gravity)
         self._engine._check(self.pos, "positions")
         acc, pot = self._engine._forces(self.pos, self.timings, active)
         if active is None:
@@ -109,9 +108,7 @@ class CPUEngine(Engine):
     # -- work --------------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:
         self._need_state()
-        if int(n) != n or n < 0:
-            raise EngineError(f"step(n) needs a whole number of steps >= 0, got {n!r}")
-        for _ in range(int(n)):
+        for _ in range(self._step_count(n)):
             self._step()
 
     def _step(self) -> None:

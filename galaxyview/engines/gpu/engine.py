@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from galaxyview.cuda import DeviceParticles, DeviceView, probe
+from galaxyview.cuda.compile import read_kernel
 from galaxyview.cuda.context import primary_context, pushed
 from galaxyview.engines import modules
 from galaxyview.engines.base import PHASES, Energies, Engine, StepStats
@@ -21,9 +22,9 @@ from galaxyview.engines.gpu.buffers import Buffers
 from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_NONFINITE,
                                               FLAG_STACK, MAX_LEVEL, ST_FLAGS, ST_PC, ST_PP,
                                               ST_TILE0)
-from galaxyview.engines.gpu.module import compile_kernels, read_kernel
+from galaxyview.engines.gpu.module import compile_kernels
 from galaxyview.engines.gpu.phases import run_force
-from galaxyview.engines.system import DeviceArrays, DeviceSystem
+from galaxyview.engines.system import DeviceSystem
 from galaxyview.errors import EngineError
 from galaxyview.model.state import ParticleState
 
@@ -62,10 +63,10 @@ class _Particles(DeviceSystem):
     def n(self) -> int:
         return self._engine._n
 
-    def particles(self) -> DeviceArrays:
+    def particles(self) -> DeviceParticles:
         e = self._engine
         pos, vel = e.buf.set_ptrs(e._cur)
-        return DeviceArrays(pos, vel, e.buf.ptr("acc"), e._n)
+        return DeviceParticles(pos, vel, e.buf.ptr("acc"), e._n)
 
     def launch(self, kernel: str, *args) -> None:
         e = self._engine
@@ -74,8 +75,7 @@ class _Particles(DeviceSystem):
     def forces(self, active=None, jerk: bool = False) -> None:
         e = self._engine
         if jerk:
-            raise EngineError(f"{e.gravity} gravity on the GPU engine gives no jerk; choose an "
-                              "integrator that needs accelerations only")
+            self._refuse_jerk(e.gravity)
         if active is not None:
             raise EngineError("the GPU engine evaluates forces on all particles at once; an "
                               "integrator with active subsets runs on the CPU engine")
@@ -163,11 +163,7 @@ class GPUEngine(Engine):
         return self.buf.total_bytes()
 
     def device_view(self) -> DeviceView:
-        return DeviceView(self.context, self.ordinal, self._device_particles)
-
-    def _device_particles(self) -> DeviceParticles:
-        pos, vel = self.buf.set_ptrs(self._cur)
-        return DeviceParticles(pos, vel, self._n)
+        return DeviceView(self.context, self.ordinal, self.system.particles)
 
     # -- state -------------------------------------------------------------------------------
     def load(self, state: ParticleState) -> None:
@@ -223,11 +219,10 @@ class GPUEngine(Engine):
     def step(self, n: int = 1) -> None:
         if not self._n:
             raise EngineError("no particles loaded: load a scene before stepping")
-        if int(n) != n or n < 0:
-            raise EngineError(f"step(n) needs a whole number of steps >= 0, got {n!r}")
+        n = self._step_count(n)
         ev = self._events
         with self.activate():
-            for _ in range(int(n)):
+            for _ in range(n):
                 self._step_phases = dict.fromkeys(PHASES, 0.0)
                 ev[0].record()
                 try:

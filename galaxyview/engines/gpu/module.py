@@ -2,22 +2,12 @@
 modules, compiled as one module with the shared constants (engines/gpu/constants.py)."""
 from __future__ import annotations
 
-from galaxyview.cuda.compile import Module
+from galaxyview.cuda.compile import Module, read_kernel
 from galaxyview.engines.gpu import constants
-from galaxyview.errors import EngineError
-from galaxyview.resources import kernels_dir
 
 # concatenated in this order into one translation unit (the common header first)
 SOURCES = ("nbody_common.cuh", "nbody_keys.cu", "nbody_tree.cu", "nbody_walk.cu",
            "nbody_direct.cu", "nbody_state.cu")
-
-
-def read_kernel(name: str) -> str:
-    """The text of kernels/`name`."""
-    path = kernels_dir() / name
-    if not path.is_file():
-        raise EngineError(f"GPU kernel source {path} is missing; reinstall galaxyview")
-    return path.read_text()
 
 
 def source_text(extra=()) -> str:
