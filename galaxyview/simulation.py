@@ -39,7 +39,7 @@ class Simulation:
 
 def open_simulation(source: str, backend: str = "auto", n: int | None = None,
                     theta: float | None = None, dt: float | None = None,
-                    eps: float | None = None, gravity: str = "tree", device: int = 0,
+                    eps: float | None = None, gravity: str | None = None, device: int = 0,
                     integrator: str | None = None, boundary: str | None = None,
                     collision: str | None = None) -> Simulation:
     """Load `source` (a scene name, a .toml file or a Tipsy snapshot), pick the engine and load it.

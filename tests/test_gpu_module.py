@@ -12,6 +12,7 @@ from galaxyview.errors import EngineError
 from galaxyview.resources import kernels_dir
 
 LEAPFROG = [("integrator_leapfrog.cu", read_kernel("integrator_leapfrog.cu"))]
+MODULES = LEAPFROG + [("integrator_hermite.cu", read_kernel("integrator_hermite.cu"))]
 
 # The launch formats as they were declared by hand before they were read off the sources.
 EXPECTED = {
@@ -22,10 +23,16 @@ EXPECTED = {
     "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "kick": "PPif",
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
 }
+HERMITE = {
+    "herm_init": "PPiPPPP", "herm_predict": "iqdiPPPPPPPPPPP",
+    "herm_forces": "iPiPPPiifiP", "herm_first": "iPiiPddPPPiddiPP", "herm_count": "iPP",
+    "herm_shift": "iiiiP", "herm_correct": "iPiiPddqddiPPPPPPPPP", "herm_store": "iPiiPddPPPPPPPP",
+}
 
 
 def test_launch_formats_are_read_off_the_kernel_sources():
     assert kernel_formats(module.source_text(LEAPFROG)) == EXPECTED
+    assert kernel_formats(read_kernel("integrator_hermite.cu")) == HERMITE
     render = kernel_formats((kernels_dir() / "render_pack.cu").read_text())
     assert render == {"pack_vertices": "PPPiQ"}
     assert kernel_formats((kernels_dir() / "render_splat.cu").read_text()) == {"splat": "PiPPii"}
@@ -76,11 +83,12 @@ def _nvcc(tmp_path, text, arch, *flags):
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_kernels_compile(tmp_path, arch):
-    run = _nvcc(tmp_path, module.source_text(LEAPFROG), arch,
+    run = _nvcc(tmp_path, module.source_text(MODULES), arch,
                 *defines_flags(constants.defines()))
     assert run.returncode == 0, run.stderr[-2000:]
-    walk = run.stderr.split("Compiling entry function 'walk'")[1].split("Compiling")[0]
-    assert "0 bytes spill stores" in walk  # the walk keeps its interaction state on chip
+    for kernel in ("walk", "herm_forces"):  # the force loops keep their state on chip
+        info = run.stderr.split(f"Compiling entry function '{kernel}'")[1].split("Compiling")[0]
+        assert "0 bytes spill stores" in info, info
 
 
 def test_kernels_refuse_to_compile_without_the_constants(tmp_path):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from galaxyview.engines import create_engine, modules
-from galaxyview.engines.cpu.direct import direct_forces
+from galaxyview.engines.cpu.direct import direct_forces, direct_forces_jerk
 from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.errors import EngineError, SceneError
 from galaxyview.model.ics.plummer import plummer_sphere
@@ -229,5 +229,10 @@ def test_active_subset_forces_on_the_cpu_engine():
     np.testing.assert_allclose(s.acc[active], ref, rtol=1e-12)
     others = np.setdiff1d(np.arange(300), active)
     np.testing.assert_array_equal(s.acc[others], full[others])
+    s.forces(active=active, jerk=True)  # direct gravity gives the jerk (Hermite)
+    _, _, jerk = direct_forces_jerk(s.pos, s.vel, s.mass, 0.05, targets=active)
+    np.testing.assert_allclose(s.jerk[active], jerk, rtol=1e-12)
+    tree = CPUEngine(Params())
+    tree.load(state)
     with pytest.raises(EngineError, match="no jerk"):
-        s.forces(jerk=True)
+        tree.system.forces(jerk=True)

@@ -26,7 +26,7 @@ class ViewOptions:
     theta: float | None = None
     dt: float | None = None
     eps: float | None = None
-    gravity: str = "tree"
+    gravity: str | None = None  # None: the integrator's choice
     engine: dict = field(default_factory=dict)  # device, integrator, boundary, collision
 
 

@@ -103,6 +103,8 @@ def cmd_bench(args) -> int:
     from galaxyview.engines import resolve_backend
     from galaxyview.bench.engine import bench_one
 
+    if args.hermite:
+        return _bench_hermite(args)
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
     rows, device = [], None
@@ -129,6 +131,33 @@ def cmd_bench(args) -> int:
               f"{ph['multipoles']:7.2f} {ph['walk']:8.2f} {ph['integrate']:7.2f} {r.step_ms:8.2f} "
               f"{r.pp_per_particle:6.0f} {r.pc_per_particle:6.0f} {r.walk_tflops:7.3f} "
               f"{r.particles_per_s / 1e6:8.2f} {vs:>10}")
+    return 0
+
+
+def _bench_hermite(args) -> int:
+    from galaxyview.bench import hermite
+    from galaxyview.engines import resolve_backend
+
+    resolve_backend("gpu", args.device)  # a clear error where there is no GPU
+    ns = args.n or [1 << 14, 1 << 16, 1 << 18, 1 << 20]
+    say("GPU Hermite: force kernel by active block, then a 64k Plummer for one time unit")
+    rows, device = hermite.kernel_rates(ns, args.device)
+    with progress_bar(16, "64k cluster", unit="step") as update:
+        run = hermite.advance_cluster(1 << 16, 1.0, device=args.device, progress=update)
+    if args.json:
+        print_json({"device": device, "flops_per_interaction": hermite.FLOPS_HERMITE4,
+                    "fp32_peak_tflops": hermite.FP32_PEAK_TFLOPS,
+                    "kernel": [r.__dict__ for r in rows], "cluster": run.as_dict()})
+        return 0
+    print(f"{device}: acc + jerk kernel, {hermite.FLOPS_HERMITE4} flops an interaction, "
+          f"FP32 peak {hermite.FP32_PEAK_TFLOPS:g} TFLOP/s")
+    print(f"{'N':>9} {'active':>9} {'us':>10} {'Gint/s':>8} {'TFLOP/s':>8} {'% peak':>7}")
+    for r in rows:
+        print(f"{r.n:9d} {r.active:9d} {r.us:10.1f} {r.interactions_per_s / 1e9:8.1f} "
+              f"{r.tflops:8.2f} {100 * r.peak_fraction:7.1f}")
+    print(f"Plummer N={run.n}, eps {run.eps:g}, eta {run.eta:g}: t = {run.time_units:g} in "
+          f"{run.wall_s:.2f} s, |dE/E| {run.rel_energy_error:.2e}, {run.block_steps} block "
+          f"steps (mean active fraction {run.active_fraction:.4f}), {run.levels} levels at the end")
     return 0
 
 

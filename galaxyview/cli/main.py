@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theta", type=common.theta_type, nargs="+", default=[0.4, 0.75])
     p.add_argument("--steps", type=common.count_type, default=9, help="timed steps (9)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps first (2)")
+    p.add_argument("--hermite", action="store_true",
+                   help="the GPU Hermite instead: force kernel rate by active-block size at "
+                        "each --n (default 16k 64k 256k 1M), and a 64k-star Plummer advanced "
+                        "one N-body time unit")
     common.add_backend(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -34,10 +34,11 @@ def resolve_backend(backend: str = "auto", device: int = 0) -> tuple[str, str]:
     return "cpu", f"CPU engine ({reason})"
 
 
-def create_engine(backend: str = "auto", params: Params | None = None, gravity: str = "tree",
-                  device: int = 0):
+def create_engine(backend: str = "auto", params: Params | None = None,
+                  gravity: str | None = None, device: int = 0):
     """Return (engine, why): the engine for `backend` and a one-line reason for the choice.
-    `device`: the CUDA device ordinal of the GPU engine."""
+    `device`: the CUDA device ordinal of the GPU engine; `gravity`: "tree" or "direct" (None:
+    what the integrator needs, the tree for the leapfrog)."""
     name, why = resolve_backend(backend, device)
     modules.check_names(params or Params(), name)
     if name == "gpu":

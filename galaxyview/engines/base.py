@@ -48,6 +48,23 @@ class StepStats:
 
 
 @dataclass
+class TimeSteps:
+    """Individual (block) time steps: `counts[k]` particles step with dt / 2^k; over the last
+    engine step, `block_steps` force evaluations on active blocks that held `active_fraction`
+    of the particles on average (1 for a shared step)."""
+
+    counts: np.ndarray
+    block_steps: int
+    active_fraction: float
+
+    @property
+    def levels(self) -> int:
+        """Occupied levels, from the coarsest to the finest in use."""
+        used = np.flatnonzero(self.counts)
+        return int(used[-1] - used[0] + 1) if used.size else 0
+
+
+@dataclass
 class Energies:
     kinetic: float
     potential: float
@@ -69,6 +86,8 @@ class Engine(abc.ABC):
 
     name: str = "?"  # "cpu" or "gpu": a label for reports, never a switch outside engines
     on_gpu: bool = False  # the work runs on a CUDA device (device_view() gives its arrays)
+
+    integrator = None  # the physics modules, built by the engine (engines/modules.py)
 
     def __init__(self, params: Params | None = None, gravity: str = "tree"):
         if gravity not in ("tree", "direct"):
@@ -110,9 +129,9 @@ class Engine(abc.ABC):
         """Simulation time in N-body units."""
 
     # -- parameters --------------------------------------------------------------------------
-    def set_params(self, theta=None, dt=None, eps=None) -> None:
-        """Change theta, dt or eps; they take effect on the next step (values checked)."""
-        new = self.params.with_(theta=theta, dt=dt, eps=eps)
+    def set_params(self, theta=None, dt=None, eps=None, eta=None) -> None:
+        """Change theta, dt, eps or eta; they take effect on the next step (values checked)."""
+        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta)
         forces_changed = new.theta != self.params.theta or new.eps != self.params.eps
         self.params = new
         if forces_changed:
@@ -149,6 +168,11 @@ class Engine(abc.ABC):
         if state.mass[mask].sum() <= 0:  # massless selection: the plain mean
             return state.pos[mask].astype(np.float64).mean(axis=0)
         return diagnostics.centre_of_mass(state.pos[mask], state.mass[mask])
+
+    def time_steps(self) -> TimeSteps | None:
+        """The block time-step structure of an integrator with individual steps (Hermite);
+        None for a shared step."""
+        return self.integrator.time_steps() if self.integrator is not None else None
 
     # -- capabilities for render, app, movie and jobs ------------------------------------------
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray | None:

@@ -35,9 +35,17 @@ class Module:
     def __init__(self, system):
         self.system = system
 
+    def close(self) -> None:
+        """Free what the module holds (device memory); the engine's close() calls it."""
+
 
 class Integrator(Module, metaclass=abc.ABCMeta):
-    """Advances positions and velocities; owns its state (old accelerations, time steps)."""
+    """Advances positions and velocities; owns its state (old accelerations, time steps).
+
+    `gravity`: the gravity the scheme needs ("direct" for the Hermite schemes, which need the
+    jerk of all pairs), or None for the engine's default (the tree)."""
+
+    gravity: str | None = None
 
     def start(self) -> None:
         """After a load: what the scheme needs before its first step (forces at t0)."""
@@ -50,6 +58,11 @@ class Integrator(Module, metaclass=abc.ABCMeta):
     def forces_changed(self) -> None:
         """theta or eps changed: refresh stored forces (no step)."""
         self.system.forces()
+
+    def time_steps(self):
+        """A base.TimeSteps (block-step levels and activity of the last step) for a scheme
+        with individual time steps; None for a shared step."""
+        return None
 
 
 class Boundary(Module):
@@ -102,10 +115,29 @@ COLLISIONS = Registry("collision", Collision)
 
 INTEGRATORS.add("leapfrog", cpu="galaxyview.engines.integrators.leapfrog_cpu:Leapfrog",
                 gpu="galaxyview.engines.integrators.leapfrog_gpu:Leapfrog")
+INTEGRATORS.add("hermite4", cpu="galaxyview.engines.integrators.hermite_cpu:Hermite4",
+                gpu="galaxyview.engines.integrators.hermite_gpu:Hermite4")
+INTEGRATORS.add("hermite4-shared", cpu="galaxyview.engines.integrators.hermite_cpu:Hermite4Shared",
+                gpu="galaxyview.engines.integrators.hermite_gpu:Hermite4Shared")
 BOUNDARIES.add("open", cpu=Boundary, gpu=Boundary)  # nothing to do: space is open
 COLLISIONS.add("none", cpu=Collision, gpu=Collision)  # point masses pass through each other
 
 REGISTRIES = {"integrator": INTEGRATORS, "boundary": BOUNDARIES, "collision": COLLISIONS}
+
+
+def gravity_for(params, kind: str, gravity: str | None) -> str:
+    """The gravity an engine of `kind` runs for `params`: `gravity` when given (checked against
+    what the integrator needs), else the integrator's ("direct" for Hermite) or "tree"."""
+    from galaxyview.model.params import Params
+
+    params = params or Params()
+    needs = INTEGRATORS.get(params.integrator, kind).gravity
+    if gravity is None:
+        return needs or "tree"
+    if needs and gravity != needs:
+        raise EngineError(f"the {params.integrator} integrator needs {needs} gravity, not "
+                          f"{gravity!r}; leave the gravity unset to get it")
+    return gravity
 
 
 def check_names(params, kind: str) -> None:

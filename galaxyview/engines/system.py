@@ -40,12 +40,14 @@ class System(abc.ABC):
 
 
 class HostSystem(System):
-    """pos, vel, acc (N, 3), pot, mass, radius (N,): float64 arrays in the loaded order."""
+    """pos, vel, acc, jerk (N, 3), pot, mass, radius (N,): float64 arrays in the loaded order
+    (jerk: of the last force evaluation that asked for it)."""
 
     kind = "cpu"
     pos: np.ndarray
     vel: np.ndarray
     acc: np.ndarray
+    jerk: np.ndarray
     pot: np.ndarray
     mass: np.ndarray
     radius: np.ndarray
@@ -62,6 +64,16 @@ class DeviceSystem(System):
         """The current galaxyview.cuda.DeviceParticles (pos4, vel4, acc4, n)."""
 
     @abc.abstractmethod
-    def launch(self, kernel: str, *args) -> None:
-        """Run a kernel of the engine's module over the particles: grid-stride loops over n,
-        256 threads a block, on the engine's stream (no wait)."""
+    def launch(self, kernel: str, *args, grid=None) -> None:
+        """Run a kernel of the engine's module, 256 threads a block, on the engine's stream (no
+        wait): over the particles in grid-stride loops, or on `grid` blocks ((x, y) or x)."""
+
+    @property
+    @abc.abstractmethod
+    def multiprocessors(self) -> int:
+        """The device's streaming multiprocessors (to size a launch that must fill it)."""
+
+    @abc.abstractmethod
+    def account(self, timings_ms: dict, pp: int) -> None:
+        """A module that evaluates forces with its own kernels reports their cost for the
+        step's statistics: milliseconds by phase (base.PHASES) and p-p interactions."""

@@ -9,6 +9,7 @@ from galaxyview.errors import ParameterError
 
 THETA_MAX = 1.5
 TREE_MAX_LEVEL = 21  # deepest octree level: 63-bit Morton keys, 21 bits per axis
+BLOCK_LEVELS_MAX = 40  # block steps are dt / 2^k; time is counted in 2^-40 dt ticks
 MODULE_KINDS = ("integrator", "boundary", "collision")
 _MODULE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 
@@ -23,6 +24,10 @@ class Params:
     n_leaf: most particles in a leaf cell (cells at the deepest key level may hold more)
     n_crit: most particles in a group that walks the tree together
     G: gravitational constant (1 in N-body units)
+    eta: accuracy of per-particle time steps, 0 < eta <= 1 (Aarseth's criterion for the
+      Hermite integrators; smaller is more accurate)
+    block_levels: deepest level of block time steps: the smallest step is dt / 2^block_levels
+      (dt is then the largest step and the interval at which all particles are synchronised)
     integrator, boundary, collision: the physics modules by name (engines.modules lists them;
     the engine checks the names when it is created)
     """
@@ -33,6 +38,8 @@ class Params:
     n_leaf: int = 16
     n_crit: int = 64
     G: float = 1.0
+    eta: float = 0.02
+    block_levels: int = 30
     integrator: str = "leapfrog"
     boundary: str = "open"
     collision: str = "none"
@@ -47,6 +54,10 @@ class Params:
             raise ParameterError(
                 f"n_crit must be an integer in n_leaf..1024, got {self.n_crit!r}"
             )
+        check_eta(self.eta)
+        if not (isinstance(self.block_levels, int) and 0 <= self.block_levels <= BLOCK_LEVELS_MAX):
+            raise ParameterError(f"block_levels must be an integer in 0..{BLOCK_LEVELS_MAX}, "
+                                 f"got {self.block_levels!r}")
         if not (_finite(self.G) and self.G > 0):
             raise ParameterError(f"G must be a positive number, got {self.G!r}")
         for kind in MODULE_KINDS:
@@ -83,6 +94,13 @@ def check_eps(eps) -> float:
     if not (_finite(eps) and float(eps) >= 0):
         raise ParameterError(f"eps (softening) must be >= 0, got {eps!r}")
     return float(eps)
+
+
+def check_eta(eta) -> float:
+    if not (_finite(eta) and 0 < float(eta) <= 1):
+        raise ParameterError(f"eta must be in (0, 1], got {eta!r} (0.01-0.03 is usual for "
+                             "Hermite; smaller is more accurate and slower)")
+    return float(eta)
 
 
 def check_module_name(kind: str, name) -> str:

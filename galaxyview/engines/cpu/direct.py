@@ -22,6 +22,17 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
     distance (their force is undefined), as in the tree code. Chunks of targets run on
     `workers` threads (default threads.WORKERS).
     """
+    return _direct(pos, None, mass, eps, G, targets, chunk_pairs, workers)[:2]
+
+
+def direct_forces_jerk(pos, vel, mass, eps: float, G: float = 1.0, targets=None,
+                       chunk_pairs: int = CHUNK_PAIRS, workers: int | None = None):
+    """(acc, pot, jerk) as direct_forces, plus the jerk da/dt (T, 3) for the velocities `vel`:
+    j_i = G sum_j m_j [v_ij / r^3 - 3 (x_ij . v_ij) x_ij / r^5] (r softened), for Hermite."""
+    return _direct(pos, vel, mass, eps, G, targets, chunk_pairs, workers)
+
+
+def _direct(pos, vel, mass, eps, G, targets, chunk_pairs, workers):
     pos = np.asarray(pos, dtype=np.float64)
     mass = np.ascontiguousarray(mass, dtype=np.float64)
     n = len(mass)
@@ -33,6 +44,12 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
     acc = np.zeros((len(targets), 3))
     pot = np.zeros(len(targets))
     src = [np.ascontiguousarray(pos[:, k]) for k in range(3)]
+    jerk = None if vel is None else np.zeros((len(targets), 3))
+    if vel is not None:
+        vel = np.asarray(vel, dtype=np.float64)
+        if vel.shape != (n, 3):
+            raise GalaxyviewError(f"direct_forces: vel has shape {vel.shape}, expected ({n}, 3)")
+        vsrc = [np.ascontiguousarray(vel[:, k]) for k in range(3)]
     eps2 = check_eps(eps) ** 2
     width = max(1, min(n, chunk_pairs))  # sources per tile
     chunk = max(1, chunk_pairs // width)  # targets per tile
@@ -42,7 +59,7 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
         ti = targets[a:a + chunk]
         bufs = getattr(local, "bufs", None)
         if bufs is None:  # per-thread scratch: fresh large arrays would cost page faults
-            bufs = local.bufs = np.empty((5, chunk * width))
+            bufs = local.bufs = np.empty((5 if vel is None else 7, chunk * width))
         for j0 in range(0, n, width):
             j1 = min(n, j0 + width)
             shape = (len(ti), j1 - j0)
@@ -62,9 +79,22 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
             pot[a:a + chunk] -= inv @ mass[j0:j1]
             w = np.multiply(inv, inv, out=buf[4])
             w *= inv
-            w *= mass[j0:j1]
+            w *= mass[j0:j1]  # m_j / r^3
             for k in range(3):
                 acc[a:a + chunk, k] += np.einsum("ij,ij->i", d[k], w)
+            if jerk is not None:  # w (v_ij - 3 (x.v) / r^2 x_ij), v_ij = v_j - v_i
+                inv *= inv  # 1 / r^2
+                rv = buf[6]
+                rv[...] = 0.0
+                for k in range(3):
+                    dv = np.subtract(vsrc[k][None, j0:j1], vsrc[k][ti][:, None], out=buf[5])
+                    jerk[a:a + chunk, k] += np.einsum("ij,ij->i", dv, w)
+                    rv += d[k] * dv
+                rv *= inv
+                rv *= 3.0
+                rv *= w
+                for k in range(3):
+                    jerk[a:a + chunk, k] -= np.einsum("ij,ij->i", d[k], rv)
 
     starts = range(0, len(targets), chunk)
     workers = threads.WORKERS if workers is None else max(1, int(workers))
@@ -74,4 +104,4 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
     else:
         for a in starts:
             run(a)
-    return G * acc, G * pot
+    return G * acc, G * pot, (None if jerk is None else G * jerk)

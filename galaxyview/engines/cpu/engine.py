@@ -12,7 +12,7 @@ import numpy as np
 
 from galaxyview.engines import modules
 from galaxyview.engines.base import PHASES, Energies, Engine, StepStats
-from galaxyview.engines.cpu.direct import direct_forces
+from galaxyview.engines.cpu.direct import direct_forces, direct_forces_jerk
 from galaxyview.engines.cpu.groups import make_groups
 from galaxyview.engines.cpu.multipoles import compute_multipoles
 from galaxyview.engines.cpu.tree import Tree, build_cells, sort_particles
@@ -30,8 +30,9 @@ class _Particles(HostSystem):
 
     def __init__(self, engine: "CPUEngine"):
         self._engine = engine
-        self.pos = self.vel = self.acc = self.pot = self.mass = self.radius = None
+        self.pos = self.vel = self.acc = self.pot = self.mass = self.radius = self.jerk = None
         self.timings: dict = {}  # seconds by phase, summed over this step's force evaluations
+        self.pp = self.pc = 0  # interactions of this step's force evaluations
 
     @property
     def params(self):
@@ -41,15 +42,24 @@ class _Particles(HostSystem):
     def n(self) -> int:
         return 0 if self.mass is None else len(self.mass)
 
+    @property
+    def provides_jerk(self) -> bool:
+        return self._engine.gravity == "direct"
+
     def forces(self, active=None, jerk: bool = False) -> None:
-        if jerk:
+        if jerk and not self.provides_jerk:
             self._refuse_jerk(self._engine.gravity)
         self._engine._check(self.pos, "positions")
-        acc, pot = self._engine._forces(self.pos, self.timings, active)
+        acc, pot, jrk = self._engine._forces(self.pos, self.timings, active,
+                                             self.vel if jerk else None)
         if active is None:
             self.acc, self.pot = acc, pot
+            if jerk:
+                self.jerk = jrk
         else:
             self.acc[active], self.pot[active] = acc, pot
+            if jerk:
+                self.jerk[active] = jrk
 
 
 class CPUEngine(Engine):
@@ -57,8 +67,8 @@ class CPUEngine(Engine):
 
     name = "cpu"
 
-    def __init__(self, params=None, gravity: str = "tree"):
-        super().__init__(params, gravity)
+    def __init__(self, params=None, gravity: str | None = None):
+        super().__init__(params, modules.gravity_for(params, "cpu", gravity))
         self.tree: Tree | None = None
         self._loaded: ParticleState | None = None  # tags and meta of the loaded state
         self.system = _Particles(self)
@@ -81,10 +91,10 @@ class CPUEngine(Engine):
         s.vel = state.vel.astype(np.float64)
         s.mass = state.mass.astype(np.float64)
         s.radius = state.radius.astype(np.float64)
-        s.acc, s.pot = np.zeros_like(s.pos), np.zeros_like(s.mass)
+        s.acc, s.pot, s.jerk = np.zeros_like(s.pos), np.zeros_like(s.mass), np.zeros_like(s.pos)
         self._time = float(state.time)
         self.steps_done = 0
-        s.timings = dict.fromkeys(PHASES, 0.0)
+        s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         self.boundary.apply()
         self.integrator.start()
         if not (np.isfinite(s.acc).all() and np.isfinite(s.pot).all()):
@@ -113,8 +123,8 @@ class CPUEngine(Engine):
 
     def _step(self) -> None:
         s = self.system
-        kept = {k: getattr(s, k).copy() for k in ("pos", "vel", "acc", "pot")}
-        s.timings = dict.fromkeys(PHASES, 0.0)
+        kept = {k: getattr(s, k).copy() for k in ("pos", "vel", "acc", "pot", "jerk")}
+        s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         t0 = perf_counter()
         try:
             advanced = self.integrator.step(self.params.dt)
@@ -141,13 +151,17 @@ class CPUEngine(Engine):
             f"step {self.steps_done + 1}: {what} became {kind}; reduce dt (now {p.dt:g}) or "
             f"increase eps (now {p.eps:g}). The state is kept at t = {self._time:g}.")
 
-    def _forces(self, pos: np.ndarray, timings: dict, active=None):
-        """Accelerations and potentials at pos (in the loaded order) of all particles or of
-        `active`; fills self.stats and adds the phases' seconds to `timings`."""
-        p, n, mass = self.params, len(pos), self.system.mass
+    def _forces(self, pos: np.ndarray, timings: dict, active=None, vel=None):
+        """(acc, pot, jerk) at pos (in the loaded order) of all particles or of `active`; the
+        jerk (direct gravity only) when `vel` is given, else None. Fills self.stats and adds
+        the phases' seconds to `timings`."""
+        p, n, mass, jerk = self.params, len(pos), self.system.mass, None
         if self.gravity == "direct":
             t0 = perf_counter()
-            acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active)
+            if vel is None:
+                acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active)
+            else:
+                acc, pot, jerk = direct_forces_jerk(pos, vel, mass, p.eps, p.G, targets=active)
             timings["walk"] += perf_counter() - t0
             pp, pc = n * (n if active is None else len(acc)), 0
         else:  # the walk serves every group: an active subset is read off all forces
@@ -169,12 +183,14 @@ class CPUEngine(Engine):
                           ("walk", t4 - t3)):
                 timings[k] += dt
             self.tree = tree
-        self.stats = StepStats({k: 1e3 * v for k, v in timings.items()}, pp, pc, n)
-        return acc, pot
+        s = self.system
+        s.pp, s.pc = s.pp + pp, s.pc + pc
+        self.stats = StepStats({k: 1e3 * v for k, v in timings.items()}, s.pp, s.pc, n)
+        return acc, pot, jerk
 
     def _on_force_params_changed(self) -> None:
         if self._loaded is not None:
-            self.system.timings = dict.fromkeys(PHASES, 0.0)
+            self.system.timings, self.system.pp, self.system.pc = dict.fromkeys(PHASES, 0.0), 0, 0
             self.integrator.forces_changed()
 
     def accelerations(self) -> tuple[np.ndarray, np.ndarray]:
@@ -195,9 +211,11 @@ class CPUEngine(Engine):
         return np.c_[t.center[pick], t.size[pick]].astype(np.float32)
 
     def close(self) -> None:
+        for module in (self.integrator, self.boundary, self.collision):
+            module.close()
         self.tree = self._loaded = None
         s = self.system
-        s.pos = s.vel = s.acc = s.pot = s.mass = s.radius = None
+        s.pos = s.vel = s.acc = s.pot = s.mass = s.radius = s.jerk = None
 
     def _need_state(self) -> ParticleState:
         if self._loaded is None:

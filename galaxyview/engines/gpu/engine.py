@@ -68,9 +68,23 @@ class _Particles(DeviceSystem):
         pos, vel = e.buf.set_ptrs(e._cur)
         return DeviceParticles(pos, vel, e.buf.ptr("acc"), e._n)
 
-    def launch(self, kernel: str, *args) -> None:
+    def launch(self, kernel: str, *args, grid=None) -> None:
         e = self._engine
-        e.kernels.launch(kernel, (e._grid(), 1, 1), (256, 1, 1), *args)
+        if grid is None:
+            grid = (e._grid(), 1, 1)
+        elif isinstance(grid, int):
+            grid = (grid, 1, 1)
+        else:
+            grid = (*grid, 1, 1)[:3]
+        e.kernels.launch(kernel, grid, (256, 1, 1), *args)
+
+    @property
+    def multiprocessors(self) -> int:
+        return self._engine._n_sm
+
+    def account(self, timings_ms: dict, pp: int) -> None:
+        e = self._engine
+        e.stats = StepStats({**dict.fromkeys(PHASES, 0.0), **timings_ms}, int(pp), 0, e._n)
 
     def forces(self, active=None, jerk: bool = False) -> None:
         e = self._engine
@@ -94,8 +108,8 @@ class GPUEngine(Engine):
     name = "gpu"
     on_gpu = True
 
-    def __init__(self, params=None, gravity: str = "tree", device: int = 0):
-        super().__init__(params, gravity)
+    def __init__(self, params=None, gravity: str | None = None, device: int = 0):
+        super().__init__(params, modules.gravity_for(params, "gpu", gravity))
         reason = probe.unavailable_reason(device)
         if reason:
             raise EngineError(f"the GPU engine cannot run here: {reason}; use --backend cpu")
@@ -293,6 +307,8 @@ class GPUEngine(Engine):
         if getattr(self, "buf", None) is not None:
             with self.activate():
                 self._sync()
+                for module in (self.integrator, self.boundary, self.collision):
+                    module.close()
                 self.buf.free()
             self.buf = None
             self.context.detach()

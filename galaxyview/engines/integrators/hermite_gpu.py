@@ -1,0 +1,224 @@
+"""4th-order Hermite with block time steps, GPU engine (kernels/integrator_hermite.cu).
+
+The same scheme as hermite_cpu.py, with its state in float64 on the device and its own all-pairs
+force kernel for acc + jerk of the active block (Sapporo2's layout: i-blocks times j-slices).
+The host keeps only the level counts (read back once a block step) to schedule the blocks
+(integrators/blocks.py); the engine's float32 arrays get the synchronised state, with the
+accelerations and potentials of all particles, at the end of each step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from galaxyview.engines.integrators import blocks
+from galaxyview.engines.modules import Integrator
+
+THREADS = 256
+BLOCKS_PER_SM = 8  # the force kernel is sized to fill the device at 2048 threads an SM
+PART = 7  # ax ay az jx jy jz pot
+
+
+def launch_shape(n_act: int, n: int, sms: int) -> tuple[int, int, int, int]:
+    """(W lanes per i-particle, i-blocks, j-slices, j per slice) for an active block of n_act:
+    small blocks get more lanes and slices so that the device stays full."""
+    w = 1
+    while w < 32 and w * n_act < THREADS:
+        w *= 2
+    ni = THREADS // w
+    iblocks = -(-n_act // ni)
+    slices = max(1, min(-(-sms * BLOCKS_PER_SM // iblocks), -(-n // THREADS)))
+    jslice = -(-n // slices)
+    jslice = -(-jslice // THREADS) * THREADS  # whole tiles
+    return w, iblocks, -(-n // jslice), jslice
+
+
+class Hermite4(Integrator):
+    kernels = "integrator_hermite.cu"
+    gravity = "direct"
+    shared = False
+
+    def start(self) -> None:
+        import pycuda.driver as cuda
+
+        s, p = self.system, self.system.params
+        self._cuda, n = cuda, s.n
+        self._alloc(n)
+        d = self._d
+        part = s.particles()
+        s.launch("herm_init", part.pos4, part.vel4, n, d["x"], d["v"], d["tl"], d["pj"])
+        self._forces_all(0, 0.0)
+        self._launch_first(set_levels=True)
+        self._dt, self._L = p.dt, p.block_levels
+        self._count_levels()
+        self._activity = blocks.Activity()
+        self._store()
+
+    def forces_changed(self) -> None:
+        self._forces_all(0, 0.0)
+        self._launch_first(set_levels=False)
+        self._store()
+
+    def time_steps(self):
+        return self._activity.time_steps(self.counts[:self._L + 1])
+
+    def step(self, dt: float) -> float:
+        s, p = self.system, self.system.params
+        L, d, n = p.block_levels, self._d, s.n
+        if dt != self._dt or L != self._L:
+            shift = int(np.ceil(np.log2(dt / self._dt) - 1e-12))
+            s.launch("herm_shift", n, shift, -1, L, d["lev"])
+            self._count_levels()
+        tick, eps2, G = dt / (1 << L), float(p.eps) ** 2, float(p.G)
+        activity = blocks.Activity()
+        force_ms, pp = 0.0, 0
+        t = 0
+        while t < 1 << L:
+            t_next, k = blocks.next_block(t, self.counts, L)
+            n_act = int(self.counts[k:].sum())
+            self._predict(t_next, tick, k)
+            self._ev[0].record()
+            slices, stride = self._launch_forces(n_act, eps2)
+            self._ev[1].record()
+            s.launch("herm_correct", n_act, d["act"], slices, stride, d["part"], G, eps2, t_next,
+                     tick, float(p.eta), L, d["pj"], d["x"], d["v"], d["a"], d["j"], d["tl"],
+                     d["lev"], d["counts"], d["nact"], grid=self._warps(n_act))
+            self._read_counts()
+            if self.shared and np.count_nonzero(self.counts) > 1:
+                s.launch("herm_shift", n, 0, int(np.flatnonzero(self.counts)[-1]), L, d["lev"])
+                self._count_levels()
+            force_ms += self._ev[1].time_since(self._ev[0])
+            pp += n_act * n
+            activity.add(n_act)
+            t = t_next
+        self._forces_all(t, tick)
+        self._store()
+        self._dt, self._L, self._activity = dt, L, activity
+        s.account({"walk": force_ms}, pp)
+        return dt
+
+    # -- launches ------------------------------------------------------------------------------
+    def _alloc(self, n: int) -> None:
+        self.close()
+        cuda = self._cuda
+        sms = self.system.multiprocessors
+        part_max = max(launch_shape(m, n, sms)[2] * -(-m // 8) * 8 for m in
+                       {1, 2, 8, 32, 64, 128, 256, 1024, n})
+        # the largest (slices x padded slots) over block sizes: checked again at each launch
+        self._part_cap = max(part_max, n) * 2
+        sizes = {"x": 24, "v": 24, "a": 24, "j": 24, "tl": 8, "lev": 4, "act": 4,
+                 "pj": 16, "pl": 16, "pv": 16}
+        self._d = {k: cuda.mem_alloc(max(1, n) * b) for k, b in sizes.items()}
+        self._d["part"] = cuda.mem_alloc(8 * PART * self._part_cap)
+        self._d["counts"] = cuda.mem_alloc(4 * 64)
+        self._d["nact"] = cuda.mem_alloc(4)
+        cuda.memset_d32(self._d["nact"], 0, 1)
+        self.counts = cuda.pagelocked_zeros(64, np.int32)
+        self._ev = [cuda.Event() for _ in range(3)]
+        self._shapes = {}  # n_act -> launch_shape
+
+    def _warps(self, n: int) -> int:
+        """Blocks for a warp per active particle."""
+        return max(1, min(-(-n * 32 // THREADS), self.system.multiprocessors * 8))
+
+    def _predict(self, t: int, tick: float, kmin: int) -> None:
+        """All particles to tick t; those on levels >= kmin into the active block."""
+        d = self._d
+        self.system.launch("herm_predict", self.system.n, t, tick, kmin, d["x"], d["v"],
+                           d["a"], d["j"], d["tl"], d["lev"], d["pj"], d["pl"], d["pv"],
+                           d["act"], d["nact"])
+
+    def _launch_forces(self, n_act: int, eps2: float) -> tuple[int, int]:
+        s, d = self.system, self._d
+        shape = self._shapes.get(n_act)
+        if shape is None:
+            shape = self._shapes[n_act] = launch_shape(n_act, s.n, s.multiprocessors)
+        w, iblocks, slices, jslice = shape
+        stride = iblocks * (THREADS // w)
+        if slices * stride > self._part_cap:
+            self._d["part"].free()
+            self._part_cap = slices * stride
+            self._d["part"] = self._cuda.mem_alloc(8 * PART * self._part_cap)
+        s.launch("herm_forces", n_act, d["act"], s.n, d["pj"], d["pl"], d["pv"], w, jslice,
+                 eps2, stride, d["part"], grid=(iblocks, slices))
+        self._shape = (slices, stride)
+        return slices, stride
+
+    def _forces_all(self, t: int, tick: float) -> None:
+        """a, j and potentials of every particle at tick t (all must be at t: no prediction)."""
+        p = self.system.params
+        self._predict(t, tick, 0)
+        self._launch_forces(self.system.n, float(p.eps) ** 2)
+
+    def _launch_first(self, set_levels: bool, n_act: int | None = None) -> None:
+        """a and j (and levels) from the last force launch, of its n_act (all) slots."""
+        s, p, d = self.system, self.system.params, self._d
+        slices, stride = self._shape
+        s.launch("herm_first", s.n if n_act is None else n_act, d["act"], slices, stride, d["part"], float(p.G),
+                 float(p.eps) ** 2, d["pj"], d["a"], d["j"], int(set_levels), float(p.dt),
+                 float(p.eta), p.block_levels, d["lev"], d["nact"],
+                 grid=self._warps(s.n if n_act is None else n_act))
+
+    def _store(self) -> None:
+        """The synchronised state and the forces of _forces_all into the engine's arrays."""
+        s, p, d = self.system, self.system.params, self._d
+        slices, stride = self._shape
+        part = s.particles()
+        s.launch("herm_store", s.n, d["act"], slices, stride, d["part"], float(p.G),
+                 float(p.eps) ** 2, d["pj"], d["x"], d["v"], d["tl"], part.pos4, part.vel4,
+                 part.acc4, d["nact"], grid=self._warps(s.n))
+
+    def _count_levels(self) -> None:
+        d = self._d
+        self._cuda.memset_d32(d["counts"], 0, 64)
+        self.system.launch("herm_count", self.system.n, d["lev"], d["counts"])
+        self._read_counts()
+
+    def _read_counts(self) -> None:
+        self._cuda.memcpy_dtoh_async(self.counts, self._d["counts"])
+        self._ev[2].record()
+        self._ev[2].synchronize()
+
+    def close(self) -> None:
+        for buf in getattr(self, "_d", {}).values():
+            buf.free()
+        self._d = {}
+
+
+class Hermite4Shared(Hermite4):
+    """Hermite with one shared adaptive step (the finest any particle needs)."""
+
+    shared = True
+
+
+def download(integrator: Hermite4, name: str) -> np.ndarray:
+    """A float64 (N, 3) state array of the GPU Hermite ("x", "v", "a", "j"), loaded order."""
+    out = np.empty((integrator.system.n, 3))
+    integrator._cuda.memcpy_dtoh(out, integrator._d[name])
+    return out
+
+
+def force_rates(engine, sizes, repeats: int = 20) -> list[tuple[int, float]]:
+    """(active particles, ms per launch) of the acc + jerk force kernel of a loaded GPU engine
+    running hermite4, for active blocks of each size in `sizes` (the first particles). Timed
+    with CUDA events around `repeats` back-to-back launches queued behind a long launch, so
+    that the figure is the kernel's own time, not the host's launch rate."""
+    integ = engine.integrator
+    cuda, d, n = integ._cuda, integ._d, engine.n
+    eps2 = float(engine.params.eps) ** 2
+    busy = max(1, min(n, int(4e9 // n)))  # about 5 ms of work ahead of the timed launches
+    out = []
+    with engine.activate():
+        cuda.memcpy_htod(d["act"], np.arange(n, dtype=np.int32))
+        for m in sizes:
+            m = min(int(m), n)
+            integ._launch_forces(m, eps2)  # warm-up (and buffers sized)
+            integ._launch_forces(busy, eps2)
+            reps = repeats if m * n < 1e10 else 3
+            integ._launch_forces(busy, eps2)
+            integ._ev[0].record()
+            for _ in range(reps):
+                integ._launch_forces(m, eps2)
+            integ._ev[1].record()
+            integ._ev[1].synchronize()
+            out.append((m, integ._ev[1].time_since(integ._ev[0]) / reps))
+    return out
