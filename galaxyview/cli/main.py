@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from galaxyview import __version__
+from galaxyview.version import __version__
 from galaxyview.cli import common
 from galaxyview.errors import GalaxyviewError
 

@@ -153,7 +153,7 @@ def scene_path(name_or_path) -> Path:
     if not path.is_file():
         raise SceneError(f"unknown scene {str(name_or_path)!r}; shipped scenes: "
                          f"{', '.join(_shipped_names()) or 'none'} (or give the path of a "
-                         f".toml scene file or a Tipsy snapshot)")
+                         f".toml scene file or a snapshot)")
     return path
 
 
