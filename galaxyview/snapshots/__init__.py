@@ -84,9 +84,16 @@ def read(path, index: int | None = None) -> Snapshot:
         state, units, notes = gadget.read_binary(path)
         return Snapshot(state, "gadget-binary", path, {}, units, notes=notes)
     if foreign.available():
-        state, units, notes = foreign.read(path)
-        return Snapshot(state, "pynbody", path, {}, units, notes=notes)
+        return _read_foreign(path)
     raise SnapshotError(f"{path}: not a format galaxyview knows. {accepted_formats()}")
+
+
+def _read_foreign(path: Path) -> Snapshot:
+    try:
+        state, units, notes = foreign.read(path)
+    except SnapshotError as exc:
+        raise SnapshotError(f"{exc}. {accepted_formats()}") from None
+    return Snapshot(state, "pynbody", path, {}, units, notes=notes)
 
 
 def _read_hdf5(path: Path, index: int | None) -> Snapshot:
@@ -107,8 +114,7 @@ def _read_hdf5(path: Path, index: int | None) -> Snapshot:
                             f"corrupt: {exc})") from None
     if kind is None:
         if foreign.available():
-            state, units, notes = foreign.read(path)
-            return Snapshot(state, "pynbody", path, {}, units, notes=notes)
+            return _read_foreign(path)
         raise SnapshotError(f"{path}: an HDF5 file, but neither a galaxyview archive nor a "
                             f"Gadget / AREPO / SWIFT snapshot. {accepted_formats()}")
     store = archive.Archive(path)

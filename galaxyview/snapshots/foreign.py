@@ -31,7 +31,8 @@ def read(path) -> tuple[ParticleState, UnitSystem | None, dict]:
     try:
         sim = pynbody.load(str(path))
     except Exception as exc:  # noqa: BLE001 - pynbody raises many kinds for unknown files
-        raise SnapshotError(f"{path}: pynbody cannot read it either ({exc})") from None
+        raise SnapshotError(f"{path}: not a format galaxyview knows, and pynbody cannot "
+                            f"read it either ({exc})") from None
     comps = {"dm": Component.HALO, "star": Component.DISK, "gas": Component.STAR}
     parts, component = [], []
     for family in sim.families():

@@ -155,7 +155,7 @@ class CPUEngine(Engine):
             self.collision.resolve()
             self._check(s.acc, "accelerations")
             self._check(s.vel, "velocities")
-        except EngineError:
+        except BaseException:  # a NaN (EngineError), MemoryError or Ctrl-C mid-step
             for k, v in kept.items():  # the last good state stays
                 setattr(s, k, v)
             raise
