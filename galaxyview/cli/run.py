@@ -28,7 +28,8 @@ def add_run_parser(sub) -> None:
                         "(galaxyview HDF5, Tipsy, Gadget, ...; see docs/snapshot-format.md)")
     p.add_argument("--steps", type=common.count_type, default=100, help="steps to take (100)")
     p.add_argument("--index", type=int, metavar="K",
-                   help="start from snapshot K of an archive (default: its last)")
+                   help="start from snapshot K of an archive (default: its last; negative "
+                        "counts from the end)")
     common.add_backend(p)
     common.add_physics(p)
     p.add_argument("--out", metavar="FILE", help="write the final state: FILE.h5 a galaxyview "
@@ -91,9 +92,6 @@ def cmd_run(args) -> int:
                           index=args.index, playback=False, **common.engine_options(args))
     checkpoints = None
     try:
-        if sim.engine.frame_count is not None:
-            raise GalaxyviewError(f"{args.source}: a stored run plays back; give --index K to "
-                                  "continue from one of its snapshots")
         if args.archive:
             if interval == Interval():
                 interval = Interval(steps=max(1, args.steps // 20))

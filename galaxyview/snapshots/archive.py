@@ -8,8 +8,8 @@ attributes time, steps, params (JSON), engine kind, gravity, kinetic and potenti
 datasets pos, vel (N, 3) float32, mass, radius float32, component uint8, galaxy int16, ids
 uint64, acc (N, 3) and pot float32; `exact/` pos, vel, acc, pot in the engine's float64 where
 it has them; `integrator/` the integrator's saved state (arrays as datasets, scalars as
-attributes). Snapshots are written to a temporary file first (the first) and flushed after
-each, so a crash loses at most the interval being computed.
+attributes). The first snapshot goes to a temporary file renamed into place, later ones are appended and
+flushed, so a crash loses at most the interval being computed.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import SnapshotError
-from galaxyview.files import check_output_path
+from galaxyview.files import check_free_space, check_output_path
 from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
@@ -83,47 +83,64 @@ class RunInfo:
 
 
 class ArchiveWriter:
-    """Appends ExactStates to a new archive file. The first append writes a temporary file
-    beside `path` and renames it into place, so a failed first write leaves no file."""
+    """Appends ExactStates to a new archive file.
+
+    The first snapshot is built in memory and written as plain bytes to a temporary file
+    beside `path`, renamed into place when complete: a failed first write leaves no file.
+    Later ones are appended and flushed, each after a check that the disk has room for it
+    (HDF5 itself does not recover from a full disk), so a failure leaves the snapshots
+    written before."""
 
     def __init__(self, path, run: RunInfo, overwrite: bool = False):
         self.path = check_output_path(path, overwrite, SnapshotError)
         self.run, self.count = run, 0
         self._file = None
-        self._tmp: Path | None = None
 
     def append(self, exact: ExactState) -> None:
         """Write one snapshot and flush; SnapshotError (disk full, ...) leaves the archive
         with the snapshots written before."""
+        if self._file is None:
+            self._first(exact)
+            self.count = 1
+            return
         try:
-            if self._file is None:
-                self._open()
-            group = self._file.require_group("snapshots").create_group(f"{self.count:06d}")
+            check_free_space(self.path, snapshot_bytes(exact.state.n), f"snapshot {self.count}",
+                             SnapshotError)
+        except SnapshotError as exc:
+            raise SnapshotError(f"the disk is full: {exc}; the archive keeps its "
+                                f"{self.count} snapshots") from None
+        try:
+            group = self._file["snapshots"].create_group(f"{self.count:06d}")
             _write_snapshot(group, exact)
             self._file.flush()
-        except SnapshotError:
-            self._drop_partial()
-            raise
         except (OSError, RuntimeError, ValueError) as exc:
-            self._drop_partial()
             raise _disk_error(self.path, exc, f"writing snapshot {self.count}") from None
-        except BaseException:
-            self._drop_partial()
-            raise
-        if self._tmp is not None:  # the first snapshot is complete: the file takes its name
-            try:
-                os.replace(self._tmp, self.path)
-            except OSError as exc:
-                self._drop_partial()
-                raise _disk_error(self.path, exc, "renaming the archive into place") from None
-            self._tmp = None
         self.count += 1
 
-    def _open(self) -> None:
+    def _first(self, exact: ExactState) -> None:
         h5py = _h5py()
-        folder = self.path.parent
-        self._tmp = folder / f".{self.path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
-        self._file = f = h5py.File(self._tmp, "w-")
+        with h5py.File(f"{self.path.name}-in-memory", "w", driver="core",
+                       backing_store=False) as f:
+            self._header(f)
+            _write_snapshot(f.create_group("snapshots").create_group("000000"), exact)
+            f.flush()
+            image = f.id.get_file_image()
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        try:
+            with open(tmp, "xb") as out:
+                out.write(image)
+            os.replace(tmp, self.path)
+        except BaseException as exc:
+            tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise _disk_error(self.path, exc, "writing its first snapshot") from None
+            raise
+        try:
+            self._file = h5py.File(self.path, "a")
+        except OSError as exc:
+            raise _disk_error(self.path, exc, "opening the archive to append") from None
+
+    def _header(self, f) -> None:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["galaxyview_version"] = __version__
@@ -137,32 +154,6 @@ class ArchiveWriter:
             run.attrs["mass_msun"] = r.units.mass_msun
         if r.scene_toml:
             run.create_dataset("scene_toml", data=r.scene_toml)
-
-    def _drop_partial(self) -> None:
-        """After a failed write: the first snapshot's file removed; in a live archive the
-        incomplete group removed (best effort: the disk may be full)."""
-        if self._file is None:
-            return
-        if self._tmp is not None:
-            self._close_quietly()
-            self._tmp.unlink(missing_ok=True)
-            self._tmp = None
-            return
-        try:
-            snaps = self._file["snapshots"]
-            name = f"{self.count:06d}"
-            if name in snaps:
-                del snaps[name]
-            self._file.flush()
-        except Exception:  # noqa: BLE001 - the earlier snapshots are what matters now
-            pass
-
-    def _close_quietly(self) -> None:
-        try:
-            self._file.close()
-        except Exception:  # noqa: BLE001
-            pass
-        self._file = None
 
     def close(self) -> None:
         if self._file is None:
@@ -267,6 +258,9 @@ class Archive:
         except (KeyError, ValueError, TypeError, OSError) as exc:
             raise SnapshotError(f"{self.path}: snapshot {name} is incomplete or corrupt "
                                 f"({exc})") from None
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
 
     def times(self) -> np.ndarray:
         return np.array([self._file["snapshots"][k].attrs["time"] for k in self._names])
