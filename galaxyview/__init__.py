@@ -1,3 +1,23 @@
-"""galaxyview: a real-time galaxy collision viewer built on a GPU Barnes-Hut tree code."""
+"""galaxyview: a real-time galaxy collision viewer built on a GPU Barnes-Hut tree code.
 
-__version__ = "0.1.0"
+Python API (docs/python-api.md): `galaxyview.open(source, ...)` gives a Simulation,
+`galaxyview.load(path)` a Snapshot; errors are `galaxyview.GalaxyviewError`.
+"""
+
+from galaxyview.errors import (EngineError, GalaxyviewError, ParameterError, SceneError,
+                               SnapshotError)
+from galaxyview.version import __version__
+
+_API = ("open", "load", "Simulation", "Snapshot")
+
+
+def __getattr__(name):
+    if name in _API:  # imported on first use: `import galaxyview.model` stays light
+        from galaxyview import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'galaxyview' has no attribute {name!r}")
+
+
+__all__ = ["EngineError", "GalaxyviewError", "ParameterError", "SceneError", "SnapshotError",
+           "__version__", *_API]

@@ -21,3 +21,28 @@ def check_output_path(path, overwrite: bool = False, error=GalaxyviewError) -> P
     if path.exists() and not overwrite:
         raise error(f"{path} already exists; choose another name or pass --overwrite")
     return path
+
+
+def check_free_space(path, need_bytes: int, what: str, error=GalaxyviewError) -> None:
+    """Refuse (an `error` naming the folder, the space needed and free) when `need_bytes`
+    more than the free space of the folder of `path`."""
+    import shutil
+
+    folder = Path(path).expanduser().parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # not measurable here: the writes themselves report a full disk
+    if need_bytes > free:
+        raise error(f"{path}: {what} needs about {_size(need_bytes)}, but {folder} has only "
+                    f"{_size(free)} free; free some space, write to another folder or save "
+                    f"less often")
+
+
+def _size(n: float) -> str:
+    if n < 1000:
+        return f"{n:.0f} bytes"
+    for unit in ("kB", "MB", "GB", "TB"):
+        n /= 1000
+        if n < 1000 or unit == "TB":
+            return f"{n:.1f} {unit}"

@@ -1,68 +1,275 @@
-"""A simulation: initial state from a scene or snapshot, parameters, and the engine running it.
+"""A simulation: initial state from a scene, snapshot or archive, parameters, and the engine
+running it; the object the Python API (`galaxyview.open`) hands out.
 
 Shared by the command line, the viewer and the movie recorder, so they all pick scenes, particle
 counts, parameters and engines the same way.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import numbers
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from galaxyview.engines import create_engine, modules, resolve_backend
-from galaxyview.engines.base import Engine
-from galaxyview.errors import EngineError, SceneError
+from galaxyview.engines.base import Energies, Engine
+from galaxyview.engines.playback import PlaybackEngine
+from galaxyview.errors import EngineError, ParameterError, SceneError, SnapshotError
 from galaxyview.model.params import Params
-from galaxyview.model.scene import load_initial_state
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
+from galaxyview.snapshots import Snapshot, archive, load_source, params_of
 
 
 @dataclass
 class Simulation:
+    """A loaded engine and where its state came from. A context manager (closes the engine).
+
+    step(n), run(until=t), positions, velocities, masses, time, energies(), params (assign a
+    dict or Params: checked), save(path). Quantities are in N-body units (G = 1); `units` is
+    the scene's physical unit system when it has one (`quantity` converts)."""
+
     name: str
     engine: Engine
     initial: ParticleState
     why: str  # why this engine was chosen, one line
     units: UnitSystem | None = None
     scene: object = None  # the Scene, when started from one
+    snapshot: Snapshot | None = None  # the Snapshot, when started from a file
+    backend: str = "cpu"
+    notes: dict = field(default_factory=dict)
+
+    # -- what the engine holds -----------------------------------------------------------------
+    @property
+    def time(self) -> float:
+        """Simulated time, N-body units."""
+        return self.engine.time
 
     @property
     def time_myr(self) -> float | None:
         return self.engine.time * self.units.time_myr if self.units else None
 
+    @property
+    def n(self) -> int:
+        return self.engine.n
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(N, 3) float32 positions now (a copy), N-body units."""
+        return self.engine.state().pos
+
+    @property
+    def velocities(self) -> np.ndarray:
+        return self.engine.state().vel
+
+    @property
+    def masses(self) -> np.ndarray:
+        return self.engine.state().mass
+
+    def state(self) -> ParticleState:
+        return self.engine.state()
+
+    def energies(self) -> Energies:
+        """Kinetic, potential and total energy (N-body units)."""
+        return self.engine.energies()
+
+    @property
+    def params(self) -> Params:
+        return self.engine.params
+
+    @params.setter
+    def params(self, changes) -> None:
+        """Assign a dict of theta, dt, eps (or a Params): checked now, ParameterError if bad."""
+        if isinstance(changes, Params):
+            changes = {k: getattr(changes, k) for k in ("theta", "dt", "eps")}
+        if not isinstance(changes, dict):
+            raise ParameterError(f"params takes a dict of theta, dt, eps or a Params, got "
+                                 f"{type(changes).__name__}")
+        unknown = set(changes) - {"theta", "dt", "eps"}
+        if unknown:
+            raise ParameterError(f"only theta, dt and eps change while running; not "
+                                 f"{', '.join(sorted(unknown))}")
+        self.engine.set_params(**changes)
+
+    # -- work ----------------------------------------------------------------------------------
+    def step(self, n: int = 1) -> "Simulation":
+        """Advance n steps (a whole number >= 0)."""
+        self.engine.step(whole_count(n, "n", minimum=0))
+        return self
+
+    def run(self, until: float) -> "Simulation":
+        """Advance whole steps until the time reaches `until` (N-body units, or a quantity
+        with time units when the scene has physical units)."""
+        target = self._nbody(until, "time", "until")
+        if not math.isfinite(target):
+            raise ParameterError(f"until must be a finite time, got {until!r}")
+        remaining = target - self.engine.time
+        if remaining > 0:
+            self.engine.step(math.ceil(remaining / self.engine.params.dt - 1e-9))
+        return self
+
     def reset(self) -> None:
         self.engine.load(self.initial)
 
+    # -- units ---------------------------------------------------------------------------------
+    def quantity(self, what: str, library: str = "astropy"):
+        """positions (kpc), velocities (km/s), masses (Msun) or time (Myr) as an astropy or unyt
+        quantity; needs a scene with physical units and the library installed."""
+        scales = {"positions": "length_kpc", "velocities": "velocity_kms",
+                  "masses": "mass_msun", "time": "time_myr"}
+        names = {"positions": "kpc", "velocities": "km/s", "masses": "Msun", "time": "Myr"}
+        if what not in scales:
+            raise ParameterError(f"quantity of {what!r}? choose one of {', '.join(scales)}")
+        if self.units is None:
+            raise ParameterError(f"{self.name} is in N-body units without a physical scale; "
+                                 "its scene has no [units]")
+        value = self.time if what == "time" else getattr(self, what)
+        value = np.asarray(value, np.float64) * getattr(self.units, scales[what])
+        return _quantity(value, names[what], library)
+
+    def _nbody(self, value, kind: str, name: str) -> float:
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)
+        unit = getattr(value, "unit", None) or getattr(value, "units", None)
+        if unit is not None and self.units is not None and kind == "time":
+            myr = float(_quantity_in(value, "Myr"))
+            return myr / self.units.time_myr
+        raise ParameterError(f"{name} must be a number (N-body units) or, for a scene with "
+                             f"physical units, a time quantity; got {value!r}")
+
+    # -- files ---------------------------------------------------------------------------------
+    def save(self, path, overwrite: bool = False) -> Path:
+        """The current state: a galaxyview snapshot (.h5, .hdf5: exact, restartable bit for
+        bit) or Tipsy (.tipsy, .std, .bin, with its companion files)."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix in archive.SUFFIXES:
+            return archive.save_exact(path, self.engine.exact_state(), self.run_info(),
+                                      overwrite)
+        from galaxyview.model.tipsy import SUFFIXES, save_state
+
+        if suffix in SUFFIXES:
+            _, pot = self.engine.accelerations()
+            return save_state(path, self.engine.state(), self.engine.params, pot,
+                              units=self.units, overwrite=overwrite)
+        raise SnapshotError(f"{path}: give a name ending in {', '.join(archive.SUFFIXES)} (a "
+                            f"galaxyview snapshot) or {', '.join(SUFFIXES)} (Tipsy)")
+
+    def run_info(self) -> archive.RunInfo:
+        toml = None
+        if self.scene is not None:
+            try:
+                toml = Path(self.scene.source).read_text(encoding="utf-8")
+            except OSError:
+                toml = None
+        elif self.snapshot is not None and self.snapshot.run is not None:
+            toml = self.snapshot.run.scene_toml
+        return archive.RunInfo(self.name, self.engine.name, self.engine.device_name,
+                               self.engine.gravity, self.units, toml)
+
     def close(self) -> None:
         self.engine.close()
+        if self.snapshot is not None:
+            self.snapshot.close()
+
+    def __enter__(self) -> "Simulation":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
-def open_simulation(source: str, backend: str = "auto", n: int | None = None,
+def whole_count(value, name: str, minimum: int = 1) -> int:
+    """An int (or a float with a whole value such as 1e5) >= minimum; ParameterError else."""
+    ok = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer())
+    if isinstance(value, bool) or not ok or value < minimum:
+        raise ParameterError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _quantity(value, unit: str, library: str):
+    if library == "astropy":
+        try:
+            import astropy.units as u
+        except ImportError:
+            raise ParameterError("astropy quantities need astropy: pip install astropy") from None
+        return value * u.Unit(unit.replace("Msun", "solMass"))
+    if library == "unyt":
+        try:
+            import unyt
+        except ImportError:
+            raise ParameterError("unyt quantities need unyt: pip install unyt") from None
+        return unyt.unyt_array(value, unit)
+    raise ParameterError(f"library must be 'astropy' or 'unyt', got {library!r}")
+
+
+def _quantity_in(value, unit: str) -> float:
+    if hasattr(value, "to_value"):  # astropy
+        return float(value.to_value(unit))
+    return float(value.to(unit).value)  # unyt
+
+
+def open_simulation(source, backend: str = "auto", n: int | None = None,
                     theta: float | None = None, dt: float | None = None,
                     eps: float | None = None, gravity: str | None = None, device: int = 0,
                     integrator: str | None = None, boundary: str | None = None,
-                    collision: str | None = None) -> Simulation:
-    """Load `source` (a scene name, a .toml file or a Tipsy snapshot), pick the engine and load it.
+                    collision: str | None = None, index: int | None = None,
+                    playback: bool | None = None) -> Simulation:
+    """Load `source` (a scene name, a .toml file, a snapshot or archive), pick the engine
+    and load it.
 
     The scene's default particle count depends on the engine, so the backend is resolved first.
-    integrator, boundary, collision: physics modules by name (default: the scene's).
+    A snapshot's own parameters (dt, theta, eps, modules) apply unless overridden; a galaxyview
+    snapshot restarts exactly (Engine.load_exact). An archive of several snapshots plays back
+    (no simulation) unless `playback=False` or an `index` is given: then its snapshot `index`
+    (default the last) is the start. integrator, boundary, collision: physics modules by name.
     """
     kind, why = resolve_backend(backend, device)
-    state, scene = load_initial_state(source, n, kind)
-    name = scene.name if scene else Path(source).stem
-    base = scene.params if scene else Params()
-    units = scene.units if scene else None
-    chosen = dict(integrator=integrator, boundary=boundary, collision=collision)
-    params = base.with_(theta=theta, dt=dt, eps=eps, **chosen)
-    _check_modules(params, kind, scene, chosen)
-    engine, named = create_engine(kind, params, gravity=gravity, device=device)
+    state, scene, snap = load_source(source, n, kind, index)
+    overrides = dict(theta=theta, dt=dt, eps=eps, integrator=integrator, boundary=boundary,
+                     collision=collision)
+    try:
+        if snap is not None and snap.archive is not None and playback is not False \
+                and index is None:
+            return _playback(snap, overrides, why)
+        name = scene.name if scene else str(state.meta.get("scene") or Path(source).stem)
+        base = scene.params if scene else params_of(snap)
+        units = scene.units if scene else snap.units
+        params = base.with_(**overrides)
+        _check_modules(params, kind, scene, overrides)
+        engine, named = create_engine(kind, params, gravity=gravity, device=device)
+    except BaseException:
+        if snap is not None:
+            snap.close()
+        raise
     why = named if kind == "gpu" else why  # the GPU's name, or why the CPU runs
     try:
-        engine.load(state)
+        if snap is not None and snap.exact is not None:
+            engine.load_exact(snap.exact)
+        else:
+            engine.load(state)
     except BaseException:
         engine.close()
+        if snap is not None:
+            snap.close()
         raise
-    return Simulation(name, engine, state, why, units, scene)
+    return Simulation(name, engine, state, why, units, scene, snap, kind)
+
+
+def _playback(snap: Snapshot, overrides: dict, why: str) -> Simulation:
+    given = [k for k, v in overrides.items() if v is not None]
+    if given:
+        raise ParameterError(f"{snap.source} is a stored run of {snap.count} snapshots, played "
+                             f"back as computed: {', '.join(given)} cannot change it (restart "
+                             f"from one of its snapshots to simulate with other values)")
+    engine = PlaybackEngine(snap.archive, label=snap.source.name)
+    engine.load(snap.state)
+    name = snap.run.name if snap.run and snap.run.name else snap.source.stem
+    return Simulation(name, engine, engine.state(), f"playback of {snap.count} stored "
+                      f"snapshots", snap.units, None, snap, "playback")
 
 
 def _check_modules(params: Params, kind: str, scene, chosen: dict) -> None:

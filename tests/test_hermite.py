@@ -170,3 +170,20 @@ def test_a_failed_step_keeps_the_last_good_state(monkeypatch):
     ref.load(state)
     ref.step(3)
     np.testing.assert_array_equal(eng.state().pos, ref.state().pos)
+
+
+def test_restart_from_the_exact_state_is_bitwise():
+    state = plummer_sphere(100, np.random.default_rng(9))
+    p = Params(eps=1e-3, dt=1 / 16, eta=0.01, integrator="hermite4")
+    whole = CPUEngine(p)
+    whole.load(state)
+    whole.step(6)
+    first = CPUEngine(p)
+    first.load(state)
+    first.step(3)
+    second = CPUEngine(p)
+    second.load_exact(first.exact_state())
+    second.step(3)
+    np.testing.assert_array_equal(second.system.pos, whole.system.pos)
+    np.testing.assert_array_equal(second.system.vel, whole.system.vel)
+    assert second.time_steps().counts.tolist() == whole.time_steps().counts.tolist()

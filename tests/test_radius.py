@@ -85,7 +85,8 @@ def test_round_trip_keeps_each_particles_radius(tmp_path, byteorder):
     halo = state.component == Component.HALO
     assert 0 < halo.sum() < state.n and not halo[:3].all()  # really mixed
     path = save_state(tmp_path / "ring.tipsy", state, byteorder=byteorder)
-    assert files(tmp_path) == ["ring.tipsy", "ring.tipsy.radius"]
+    assert files(tmp_path) == ["ring.tipsy", "ring.tipsy.component", "ring.tipsy.galaxy",
+                               "ring.tipsy.radius"]
     lines = radius_path(path).read_text().splitlines()
     assert lines[0] == str(state.n) and len(lines) == state.n + 1
     # file order: the dark block (HALO), then the star block
@@ -109,7 +110,7 @@ def test_no_radius_file_without_radii(tmp_path):
     state = ring_state()
     state.radius[:] = 0
     path = save_state(tmp_path / "s.tipsy", state)
-    assert files(tmp_path) == ["s.tipsy"]
+    assert files(tmp_path) == ["s.tipsy", "s.tipsy.component", "s.tipsy.galaxy"]
     assert not load_snapshot(path).has_radius
 
 
@@ -122,7 +123,8 @@ def test_overwrite_replaces_or_removes_the_radius_file(tmp_path):
     plain = new.copy()
     plain.radius[:] = 0
     save_state(path, plain, overwrite=True)
-    assert files(tmp_path) == ["s.tipsy"]  # stale radii gone, no temporary file left
+    # stale radii gone, no temporary file left
+    assert files(tmp_path) == ["s.tipsy", "s.tipsy.component", "s.tipsy.galaxy"]
     assert not load_snapshot(path).has_radius
 
 
@@ -178,7 +180,7 @@ def test_a_changa_style_file_is_read_in_block_order(tmp_path):
 @pytest.mark.parametrize("text, words", [
     ("4\n0.1\n0.2\n0.3\n0.4\n", ["line 1 gives 4 particles", "has 5"]),
     ("6\n0.1\n0.2\n0.3\n0.4\n0.5\n0.6\n", ["line 1 gives 6 particles", "has 5"]),
-    ("5\n0.1\n0.2\n0.3\n", ["3 radii after the count line, 5 expected"]),
+    ("5\n0.1\n0.2\n0.3\n", ["3 values after the count line, 5 expected"]),
     ("5\n0.1\n0.2\nwide\n0.4\n0.5\n", ["line 4", "'wide' is not a number"]),
     ("5\n0.1\n0.2\n\n0.4\n0.5\n", ["line 4", "'' is not a number"]),
     ("5\n0.1\n0.2 0.3\n0.3\n0.4\n0.5\n", ["line 3", "not a number"]),

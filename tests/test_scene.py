@@ -122,7 +122,7 @@ BAD = [  # (change to GOOD, words the message must hold)
     (('n_cpu = 300', 'n_cpu = 3.5'), ["scene.n_cpu = 3.5", "must be an integer"]),
     (('theta = 0.5', 'theta = 2.0'), ["params.theta = 2.0", "(0, 1.5]"]),
     (('dt = 0.01', 'dt = 0'), ["params.dt = 0", "must be > 0"]),
-    (('eps = 0.02', 'eps = -0.1'), ["params.eps = -0.1", "must be >= 0"]),
+    (('eps = 0.02', 'eps = -0.1'), ["params.eps = -0.1", "must be in [0, 1e+19]"]),
     (('theta = 0.5', 'thetta = 0.5'),
      ["unknown key(s) params.thetta", "known here: boundary, collision, dt, eps, integrator, theta"]),
     (('[params]', '[parms]'), ["unknown key(s) parms", "known here:"]),

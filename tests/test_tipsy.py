@@ -143,24 +143,24 @@ def test_state_round_trip_keeps_components_and_galaxies(tmp_path, byteorder):
     assert snap.counts == (0, int(halo.sum()), int((~halo).sum()))
     assert np.all(snap.dark["eps"] == 0.125) and np.all(snap.star["eps"] == 0.125)
     assert np.array_equal(snap.dark["phi"], potential[halo])
-    assert np.array_equal(snap.star["metals"], state.component[~halo])
+    # metals and tform keep their meaning: galaxyview has no metallicities or formation times
+    assert np.all(snap.star["metals"] == 0) and np.all(snap.star["tform"] == 0)
     back = load_snapshot(path)
     order = np.concatenate([np.flatnonzero(halo), np.flatnonzero(~halo)])  # dark, then star
     for name in ("pos", "vel", "mass", "component"):
         assert np.array_equal(getattr(back, name), getattr(state, name)[order]), name
-    assert np.array_equal(back.galaxy[~halo[order]], state.galaxy[~halo])
-    assert np.all(back.galaxy[halo[order]] == 0)  # the dark block has no galaxy field
+    assert np.array_equal(back.galaxy, state.galaxy[order])  # from the .galaxy file
     assert back.time == 2.5 and back.meta["source"] == str(path)
 
 
 def test_foreign_files_map_to_defaults():
     snap = TipsySnapshot.empty(2, 1, 5)
-    snap.star["metals"] = [0.02, 1.0, 5.0, 6.0, np.nan]  # only exact codes 0..5 are kept
+    snap.star["metals"] = [0.02, 1.0, 5.0, 6.0, np.nan]  # metallicities, not component codes
     snap.star["tform"] = [0.7, 2.0, -1.0, 7.0, np.inf]
     state = tipsy_to_state(snap)
     assert list(state.component) == [Component.STAR] * 2 + [Component.HALO] + [
-        Component.DISK, Component.BULGE, Component.STAR, Component.DISK, Component.DISK]
-    assert list(state.galaxy) == [0, 0, 0, 0, 2, 0, 7, 0]
+        Component.DISK] * 5
+    assert list(state.galaxy) == [0] * 8
 
 
 def test_non_finite_particles_name_the_file():

@@ -45,6 +45,7 @@ class PlaybackActions:
             self.plot.clear()
         if frame.energy is not None:
             self.plot.add_point(frame.time, session.energy_error)
+        self.scrub.follow(session)
         self._dirty = True
 
     def _on_failed(self, session, message: str) -> None:

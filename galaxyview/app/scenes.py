@@ -14,7 +14,8 @@ from galaxyview.app.session import Session
 from galaxyview.errors import GalaxyviewError
 from galaxyview.render.sources import speed_scale
 
-OPEN_FILTER = "Scenes and snapshots (*.toml *.tipsy *.std *.bin *.dat);;All files (*)"
+OPEN_FILTER = ("Scenes, snapshots and archives (*.toml *.h5 *.hdf5 *.tipsy *.std *.bin *.dat);;"
+               "All files (*)")
 PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε"}
 
 
@@ -66,6 +67,7 @@ class SceneActions:
         s.changed.connect(lambda frame, s=s: self._on_frame(s, frame))
         s.failed.connect(lambda msg, s=s: self._on_failed(s, msg))
         self.source_name = str(source)
+        self.scrub.attach(s)
         self.canvas.renderer.auto_speed_max = speed_scale(sim.initial.vel)
         self.canvas.camera.fit(s.positions)
         self.plot.clear()

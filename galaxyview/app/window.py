@@ -16,6 +16,7 @@ from galaxyview.app.panel import ControlPanel
 from galaxyview.app.playback import FRAME_MS, PlaybackActions
 from galaxyview.app.recording import RecordingActions, movie_available, save_png
 from galaxyview.app.scenes import SceneActions, ViewOptions
+from galaxyview.app.scrub import ScrubBar
 from galaxyview.app.session import Session, wait_for_workers
 from galaxyview.app.shortcuts import build_menus
 from galaxyview.render.look import Look
@@ -36,6 +37,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         self.canvas.before_draw = self._before_draw
         self.hud = hud.Hud(self.canvas.native)
         self.plot = EnergyPlot()
+        self.scrub = ScrubBar()
         self.panel = ControlPanel(self.look)
         self.session: Session | None = None
         self.source_name = None
@@ -65,6 +67,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         v = QVBoxLayout(left)
         v.setContentsMargins(0, 0, 0, 0)
         v.addWidget(self.canvas.native, 5)
+        v.addWidget(self.scrub)
         v.addWidget(self.plot, 1)
         scroll = QScrollArea()
         scroll.setWidget(self.panel)

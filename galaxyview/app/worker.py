@@ -62,6 +62,10 @@ class StepWorker(QThread):
     def reset(self) -> None:
         self._queue.put(("reset", None))
 
+    def seek(self, index: int) -> None:
+        """Show stored snapshot `index` (an engine that plays back)."""
+        self._queue.put(("seek", int(index)))
+
     def measure(self) -> None:
         """Report the current state (vertices and energy) without stepping."""
         self._queue.put(("measure", None))
@@ -105,6 +109,8 @@ class StepWorker(QThread):
             step_ms = (time.perf_counter() - t0) * 1e3 / arg
         elif kind == "reset":
             engine.load(self.initial)
+        elif kind == "seek":
+            engine.seek(arg)
         energy = None
         now = time.perf_counter()
         if kind != "steps" or now - self._last_energy_time >= ENERGY_INTERVAL_S:

@@ -36,9 +36,29 @@ def whole_number(text: str) -> int:
 
 
 def count_type(text: str) -> int:
-    value = whole_number(text)
+    """A count >= 1: 100000, or written as 1e5."""
+    try:
+        value = whole_number(text)
+    except argparse.ArgumentTypeError:
+        try:
+            number = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not (number.is_integer() and abs(number) < 2**53):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        value = int(number)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
 
 

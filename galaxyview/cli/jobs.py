@@ -1,71 +1,12 @@
 """Handlers of the headless commands: parse -> job -> print."""
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from galaxyview.cli import common
 from galaxyview.cli.output import print_json, progress_bar, say
-from galaxyview.errors import GalaxyviewError
-from galaxyview.files import check_output_path
-
-
-def check_out(out: str | None, overwrite: bool) -> None:
-    """Fail before any work if --out cannot be written; ask before replacing a file."""
-    if out is None:
-        return
-    from galaxyview.model.tipsy import radius_path
-
-    existing = [p for p in (Path(out), radius_path(out)) if p.is_file()]
-    if existing and not overwrite and sys.stdin is not None and sys.stdin.isatty():
-        names = " and ".join(map(str, existing))
-        overwrite = input(f"{names} exist(s). Overwrite? [y/N] ").strip().lower() in ("y", "yes")
-    check_output_path(radius_path(out), overwrite)  # the radii's file beside the snapshot
-    folder = check_output_path(out, overwrite).parent
-    if not os.access(folder, os.W_OK):
-        raise GalaxyviewError(f"--out {out}: folder {folder} is not writable")
-
-
-def cmd_run(args) -> int:
-    from galaxyview.jobs.run import run
-    from galaxyview.simulation import open_simulation
-
-    check_out(args.out, args.overwrite)
-    sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
-                          **common.engine_options(args))
-    try:
-        say(f"{sim.name}: {sim.engine.n} particles, {sim.why}")
-        with progress_bar(args.steps, sim.name) as update:
-            result = run(sim.engine, sim.name, args.steps, update,
-                         sim.units.time_myr if sim.units else None)
-        if args.out:
-            from galaxyview.model.tipsy import save_state
-
-            _, pot = sim.engine.accelerations()
-            save_state(args.out, sim.engine.state(), sim.engine.params, pot, overwrite=True)
-            result.out = args.out
-    finally:
-        sim.close()
-    if args.json:
-        print_json(result.as_dict())
-        return 0
-    t = f"t = {result.t_start:g} -> {result.t_end:g}"
-    if result.time_unit_myr:
-        t += f" ({result.t_end * result.time_unit_myr:.1f} Myr)"
-    print(f"{result.name}: N = {result.n}, {result.steps} steps of dt = {result.dt:g}, {t}, "
-          f"theta = {result.theta:g}, eps = {result.eps:g}, engine {result.device}")
-    print("  modules                " + ", ".join(f"{k} {v}" for k, v in result.modules.items()))
-    print(f"  relative energy error  {result.rel_energy_error:.3e}")
-    print(f"  momentum drift         {result.momentum_drift:.3e} (|dP| / sum m|v|)")
-    print(f"  angular momentum drift {result.angular_momentum_drift:.3e}")
-    print(f"  time per step          {result.ms_per_step_median:.2f} ms (median); "
-          f"wall {result.wall_s:.2f} s")
-    if result.out:
-        print(f"  final state written to {result.out}")
-    return 0
 
 
 def cmd_accuracy(args) -> int:
@@ -73,11 +14,14 @@ def cmd_accuracy(args) -> int:
     from galaxyview.model.ics.plummer import plummer_sphere
 
     if args.scene:
-        from galaxyview.model.scene import load_scene
+        from galaxyview.snapshots import load_source, params_of
 
-        scene = load_scene(args.scene)
-        state = scene.build(n=args.n, backend="cpu")
-        name, eps = scene.name, args.eps if args.eps is not None else scene.params.eps
+        state, scene, snap = load_source(args.scene, args.n, "cpu")
+        if snap is not None:
+            snap.close()
+        base = scene.params if scene else params_of(snap)
+        name = scene.name if scene else Path(args.scene).name
+        eps = args.eps if args.eps is not None else base.eps
     else:
         n = args.plummer or args.n or 16384
         state = plummer_sphere(n, np.random.default_rng(1))

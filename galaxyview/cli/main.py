@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from galaxyview import __version__
+from galaxyview.version import __version__
 from galaxyview.cli import common
 from galaxyview.errors import GalaxyviewError
 
@@ -26,17 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Open the viewer window on a scene or snapshot.")
     view.add_view_arguments(p)
 
-    p = sub.add_parser("run", help="evolve a scene or snapshot headless",
-                       description="Evolve a scene or snapshot without a window and report the "
-                                   "energy error, momentum drift and timing.")
-    p.add_argument("source", metavar="SCENE|SNAPSHOT",
-                   help="a shipped scene's name, a .toml scene file or a Tipsy snapshot")
-    p.add_argument("--steps", type=common.count_type, default=100, help="steps to take (100)")
-    common.add_backend(p)
-    common.add_physics(p)
-    p.add_argument("--out", metavar="FILE", help="write the final state as a Tipsy snapshot")
-    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
-    p.add_argument("--json", action="store_true", help="print one JSON summary object")
+    from galaxyview.cli import run
+
+    run.add_run_parser(sub)
 
     p = sub.add_parser("accuracy", help="tree force errors against direct summation",
                        description="Force-error percentiles of the tree code against float64 "
@@ -44,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--plummer", type=common.count_type, metavar="N",
                      help="a Plummer sphere of N particles (default 16384)")
-    src.add_argument("scene", nargs="?", metavar="SCENE", help="a scene name or .toml file")
+    src.add_argument("scene", nargs="?", metavar="SCENE|SNAPSHOT",
+                     help="a scene name, a .toml file, or a snapshot or archive")
     p.add_argument("--theta", type=common.theta_type, nargs="+", default=[0.3, 0.5, 0.75])
     p.add_argument("--eps", type=common.eps_type, default=None,
                    help="softening (default: 0.05, or the scene's)")
@@ -95,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
             from galaxyview.cli import record
 
             return record.run_record(args)
-        from galaxyview.cli import jobs
+        from galaxyview.cli import jobs, run
 
-        handlers = {"run": jobs.cmd_run, "accuracy": jobs.cmd_accuracy, "bench": jobs.cmd_bench,
+        handlers = {"run": run.cmd_run, "accuracy": jobs.cmd_accuracy, "bench": jobs.cmd_bench,
                     "scenes": jobs.cmd_scenes}
         return handlers[args.command](args)
     except GalaxyviewError as exc:

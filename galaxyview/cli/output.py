@@ -2,14 +2,35 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from contextlib import contextmanager
 
+import numpy as np
 from tqdm import tqdm
 
 
 def print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=float))
+    """Strict JSON: a NaN or infinity becomes null, with the reason under "reasons"."""
+    reasons = {}
+    clean = _finite(obj, "", reasons)
+    if reasons and isinstance(clean, dict):
+        clean["reasons"] = {**(clean.get("reasons") or {}), **reasons}
+    print(json.dumps(clean, indent=2, default=float, allow_nan=False))
+
+
+def _finite(obj, where: str, reasons: dict):
+    if isinstance(obj, dict):
+        return {k: _finite(v, f"{where}.{k}" if where else str(k), reasons)
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v, f"{where}[{i}]", reasons) for i, v in enumerate(obj)]
+    if isinstance(obj, (float, np.floating)):
+        if not math.isfinite(obj):
+            reasons.setdefault(where, f"not a finite number ({float(obj)})")
+            return None
+        return float(obj)
+    return obj
 
 
 def say(text: str) -> None:

@@ -57,9 +57,13 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
         "record", help="record a movie headless (H.264 mp4)",
         description="Evolve a scene or snapshot and record it as an H.264 mp4 movie, headless "
                     "(EGL on an NVIDIA GPU, offscreen Mesa otherwise), with the viewer's look. "
-                    "Frame 0 is the initial state; each later frame is --steps-per-frame steps on.")
-    p.add_argument("source", metavar="SCENE|SNAPSHOT",
-                   help="a shipped scene's name, a .toml scene file or a Tipsy snapshot")
+                    "Frame 0 is the initial state; each later frame is --steps-per-frame steps on. "
+                    "An archive of several snapshots (galaxyview run --archive) is played back "
+                    "without simulating: one snapshot a frame (every M-th with "
+                    "--steps-per-frame M), all of them unless --frames is given.")
+    p.add_argument("source", metavar="SCENE|SNAPSHOT|ARCHIVE",
+                   help="a shipped scene's name, a .toml scene file, a snapshot, or an archive "
+                        "to play back")
     p.add_argument("-o", "--output", required=True, metavar="FILE.mp4", help="the movie to write")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--frames", type=common.count_type, metavar="K",
@@ -103,6 +107,10 @@ def run_record(args) -> int:
 
         sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
                               **common.engine_options(args))
+        if sim.engine.frame_count is not None:  # an archive: its snapshots, one a frame
+            stored = 1 + (sim.engine.frame_count - 1) // args.steps_per_frame
+            frames = options.frames = args.frames or (
+                round(args.duration * args.fps) if args.duration else stored)
     except GalaxyviewError as exc:
         if writer is not None:
             writer.abort()

@@ -13,6 +13,7 @@ import numpy as np
 
 from galaxyview.errors import EngineError
 from galaxyview.model import diagnostics
+from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 
@@ -118,6 +119,25 @@ class Engine(abc.ABC):
     def state(self) -> ParticleState:
         """A host copy of the current state (synchronised positions and velocities)."""
 
+    def exact_state(self) -> ExactState:
+        """The state as exactly as the engine holds it, for archives and restarts: positions,
+        velocities, accelerations and potentials in the engine's own precision (loaded order),
+        the steps done and the integrator's `save()`. Loading it with `load_exact` into an
+        engine of the same kind continues bit for bit where the engine is deterministic (the
+        CPU engine) and to round-off otherwise. Default: the float32 state and forces."""
+        state = self.state()
+        acc, pot = self.accelerations()
+        return ExactState(state, self.name, self.gravity, self.params, state.pos, state.vel,
+                          acc, pot, self.steps_done)
+
+    def load_exact(self, exact: ExactState) -> None:
+        """Load an `ExactState` (from `exact_state()` or an archive): its arrays in their own
+        precision, its step count and the integrator's saved state where they belong to this
+        engine's kind and parameters; otherwise what `load(exact.state)` does. Default: the
+        latter."""
+        self.load(exact.state)
+        self.steps_done = exact.steps
+
     @property
     @abc.abstractmethod
     def n(self) -> int:
@@ -194,6 +214,22 @@ class Engine(abc.ABC):
         """A context manager making the engine's device current on the calling thread (a
         no-op on the CPU). Threads other than the creator's wrap engine calls in it."""
         return contextlib.nullcontext()
+
+    # -- playback of a stored run (engines/playback.py) ---------------------------------------
+    @property
+    def frame_count(self) -> int | None:
+        """Stored states an engine plays back (each step() moves to the next); None for an
+        engine that simulates."""
+        return None
+
+    @property
+    def frame_index(self) -> int | None:
+        """The stored state shown now (0-based), None for an engine that simulates."""
+        return None
+
+    def seek(self, index: int) -> None:
+        """Show stored state `index` (playback engines only)."""
+        raise EngineError(f"the {self.name} engine simulates; it has no stored states to seek")
 
     def close(self) -> None:
         """Free resources (device memory); the engine is unusable afterwards."""

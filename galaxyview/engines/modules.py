@@ -64,6 +64,21 @@ class Integrator(Module, metaclass=abc.ABCMeta):
         with individual time steps; None for a shared step."""
         return None
 
+    def save(self) -> dict:
+        """The scheme's own state beyond positions, velocities, accelerations and potentials,
+        for a bit-identical restart: names -> per-particle numpy arrays in the loaded order
+        (the engine's own order converted back, as `state()` gives it) or scalars (int, float,
+        bool, str). Archives store it beside the particles (`engines/base.py`
+        `Engine.exact_state`). Default: nothing (a leapfrog needs only x, v, a)."""
+        return {}
+
+    def restore(self, saved: dict) -> None:
+        """Take back what `save()` gave, after the engine restored positions, velocities and,
+        where it kept them, accelerations and potentials (`system.acc`, `system.pot` on the
+        CPU; when they were not kept, `start()` has just computed them). `saved` is {} when
+        the snapshot was made by another integrator or holds no exact state: then keep what
+        `start()` set up. Default: nothing to do."""
+
 
 class Boundary(Module):
     def apply(self) -> None:

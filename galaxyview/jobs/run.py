@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from galaxyview.engines.base import Engine
+from galaxyview.errors import GalaxyviewError
+from galaxyview.jobs.checkpoint import Checkpoints, Interrupt
 from galaxyview.model import diagnostics
 
 
@@ -22,16 +24,22 @@ class RunResult:
     theta: float
     dt: float
     eps: float
-    energy_start: float
-    energy_end: float
-    rel_energy_error: float
-    momentum_drift: float
-    angular_momentum_drift: float
+    energy_start: float | None
+    energy_end: float | None
+    rel_energy_error: float | None
+    momentum_drift: float | None
+    angular_momentum_drift: float | None
     ms_per_step_median: float
     wall_s: float
     modules: dict | None = None  # integrator, boundary, collision by name
     time_unit_myr: float | None = None
     out: str | None = None
+    archive: str | None = None  # the archive written, and how many snapshots it holds
+    snapshots: int = 0
+    stopped: str | None = None  # why the run ended before `steps_asked` steps
+    steps_asked: int = 0
+    saved: str | None = None  # where the last good state went after a stop
+    reasons: dict | None = None  # why a value above is None (null in JSON)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -49,30 +57,63 @@ def _momenta(state):
     return p, l, p_scale, l_scale
 
 
-def run(engine: Engine, name: str, steps: int, progress=None, time_unit_myr=None) -> RunResult:
-    """Advance `engine` (already loaded) by `steps` steps; `progress(k)` is called per step."""
+def run(engine: Engine, name: str, steps: int, progress=None, time_unit_myr=None,
+        checkpoints: Checkpoints | None = None) -> RunResult:
+    """Advance `engine` (already loaded) by `steps` steps; `progress(k)` is called per step;
+    `checkpoints` stores states on the way. Ctrl-C stops at the end of the current step,
+    and an engine failure (NaN, out of memory) after the last good step: the result says
+    why in `stopped` (the engine then holds the last good state where it keeps one)."""
     start = engine.state()
     e0 = engine.energies().total
     p0, l0, p_scale, l_scale = _momenta(start)
-    step_ms = []
+    step_ms, stopped = [], None
     t0 = time.perf_counter()
-    for _ in range(steps):
-        engine.step(1)
-        step_ms.append(engine.stats.step_ms)
-        if progress:
-            progress(1)
+    interrupt = Interrupt()
+    try:
+        with interrupt.deferred():
+            if checkpoints is not None:
+                checkpoints.save(engine)
+            for _ in range(steps):
+                engine.step(1)
+                step_ms.append(engine.stats.step_ms)
+                if checkpoints is not None:
+                    checkpoints.after_step(engine)
+                if progress:
+                    progress(1)
+                if interrupt.requested:
+                    stopped = "interrupted (Ctrl-C)"
+                    break
+    except KeyboardInterrupt:
+        stopped = "interrupted (Ctrl-C twice: in the middle of a step)"
+    except MemoryError:
+        stopped = "out of memory"
+    except GalaxyviewError as exc:
+        stopped = str(exc)
     wall = time.perf_counter() - t0
-    end = engine.state()
-    e1 = engine.energies().total
-    p1, l1, _, _ = _momenta(end)
-    return RunResult(
-        name=name, backend=engine.name, device=engine.device_name, n=engine.n, steps=steps,
-        t_start=float(start.time), t_end=float(engine.time),
+    result = RunResult(
+        name=name, backend=engine.name, device=engine.device_name, n=engine.n,
+        steps=len(step_ms), t_start=float(start.time), t_end=float(engine.time),
         theta=engine.params.theta, dt=engine.params.dt, eps=engine.params.eps,
-        energy_start=float(e0), energy_end=float(e1),
-        rel_energy_error=float(abs((e1 - e0) / e0)) if e0 else float("nan"),
-        momentum_drift=float(np.linalg.norm(p1 - p0) / p_scale),
-        angular_momentum_drift=float(np.linalg.norm(l1 - l0) / l_scale),
+        energy_start=float(e0), energy_end=None, rel_energy_error=None, momentum_drift=None,
+        angular_momentum_drift=None,
         ms_per_step_median=float(np.median(step_ms)) if step_ms else 0.0,
-        wall_s=wall, modules=engine.modules, time_unit_myr=time_unit_myr,
-    )
+        wall_s=wall, modules=engine.modules, time_unit_myr=time_unit_myr, stopped=stopped,
+        steps_asked=steps, reasons={})
+    try:
+        end = engine.state()
+        e1 = engine.energies().total
+    except GalaxyviewError as exc:  # a GPU engine's state after a failed step
+        result.reasons = dict.fromkeys(("energy_end", "rel_energy_error", "momentum_drift",
+                                        "angular_momentum_drift"), f"no valid end state: {exc}")
+        return result
+    p1, l1, _, _ = _momenta(end)
+    result.energy_end = float(e1)
+    result.momentum_drift = float(np.linalg.norm(p1 - p0) / p_scale)
+    result.angular_momentum_drift = float(np.linalg.norm(l1 - l0) / l_scale)
+    if e0 and np.isfinite(e0) and np.isfinite(e1):
+        result.rel_energy_error = float(abs((e1 - e0) / e0))
+    else:
+        result.reasons["rel_energy_error"] = (
+            "the initial energy is 0 (all masses zero?): no relative error" if e0 == 0 else
+            "the energy is not finite")
+    return result

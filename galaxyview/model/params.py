@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass, replace
 
 from galaxyview.errors import ParameterError
 
 THETA_MAX = 1.5
+F32_MAX = 3.4028234663852886e38  # the largest float32: particle data and GPU arithmetic
+EPS_MAX = 1.0e19  # eps**2 stays finite in float32
 TREE_MAX_LEVEL = 21  # deepest octree level: 63-bit Morton keys, 21 bits per axis
 BLOCK_LEVELS_MAX = 40  # block steps are dt / 2^k; time is counted in 2^-40 dt ticks
 MODULE_KINDS = ("integrator", "boundary", "collision")
@@ -45,21 +48,20 @@ class Params:
     collision: str = "none"
 
     def __post_init__(self):
-        check_theta(self.theta)
-        check_dt(self.dt)
-        check_eps(self.eps)
+        for name, check in (("theta", check_theta), ("dt", check_dt), ("eps", check_eps),
+                            ("G", check_g)):
+            object.__setattr__(self, name, check(getattr(self, name)))
         if not (isinstance(self.n_leaf, int) and 1 <= self.n_leaf <= 64):
             raise ParameterError(f"n_leaf must be an integer in 1..64, got {self.n_leaf!r}")
         if not (isinstance(self.n_crit, int) and self.n_leaf <= self.n_crit <= 1024):
             raise ParameterError(
                 f"n_crit must be an integer in n_leaf..1024, got {self.n_crit!r}"
             )
-        check_eta(self.eta)
-        if not (isinstance(self.block_levels, int) and 0 <= self.block_levels <= BLOCK_LEVELS_MAX):
+        object.__setattr__(self, "eta", check_eta(self.eta))
+        if not (isinstance(self.block_levels, int) and not isinstance(self.block_levels, bool)
+                and 0 <= self.block_levels <= BLOCK_LEVELS_MAX):
             raise ParameterError(f"block_levels must be an integer in 0..{BLOCK_LEVELS_MAX}, "
                                  f"got {self.block_levels!r}")
-        if not (_finite(self.G) and self.G > 0):
-            raise ParameterError(f"G must be a positive number, got {self.G!r}")
         for kind in MODULE_KINDS:
             check_module_name(kind, getattr(self, kind))
 
@@ -69,38 +71,50 @@ class Params:
 
 
 def _finite(x) -> bool:
-    try:
-        return math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
+    """A real number (not a bool, not a string: "0.1" is refused, not converted), finite."""
+    return (isinstance(x, numbers.Real) and not isinstance(x, bool)
+            and math.isfinite(float(x)))
+
+
+def _number(name: str, x, allowed: str) -> ParameterError:
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        return ParameterError(f"{name} must be {allowed}, got {x!r}")
+    return ParameterError(f"{name} must be a number ({allowed}), got {x!r} of type "
+                          f"{type(x).__name__}")
 
 
 def check_theta(theta) -> float:
     if not (_finite(theta) and 0 < float(theta) <= THETA_MAX):
-        raise ParameterError(
-            f"theta must be in (0, {THETA_MAX}], got {theta!r} "
-            "(smaller is more accurate and slower; 0.4-0.8 is usual)"
-        )
+        raise _number("theta", theta, f"in (0, {THETA_MAX}]; smaller is more accurate and "
+                                      "slower, 0.4-0.8 is usual")
     return float(theta)
 
 
 def check_dt(dt) -> float:
-    if not (_finite(dt) and float(dt) > 0):
-        raise ParameterError(f"dt must be a positive number, got {dt!r}")
+    if not (_finite(dt) and 0 < float(dt) <= F32_MAX):
+        raise _number("dt", dt, "a positive number")
     return float(dt)
 
 
 def check_eps(eps) -> float:
-    if not (_finite(eps) and float(eps) >= 0):
-        raise ParameterError(f"eps (softening) must be >= 0, got {eps!r}")
+    if not (_finite(eps) and 0 <= float(eps) <= EPS_MAX):
+        raise _number("eps (softening)", eps,
+                      f">= 0 and at most {EPS_MAX:g} (eps squared must fit a float32, or "
+                      "gravity would vanish)")
     return float(eps)
 
 
 def check_eta(eta) -> float:
     if not (_finite(eta) and 0 < float(eta) <= 1):
-        raise ParameterError(f"eta must be in (0, 1], got {eta!r} (0.01-0.03 is usual for "
-                             "Hermite; smaller is more accurate and slower)")
+        raise _number("eta", eta, "in (0, 1]; 0.01-0.03 is usual for Hermite, smaller is more "
+                                  "accurate and slower")
     return float(eta)
+
+
+def check_g(g) -> float:
+    if not (_finite(g) and 0 < float(g) <= F32_MAX):
+        raise _number("G", g, "a positive number")
+    return float(g)
 
 
 def check_module_name(kind: str, name) -> str:

@@ -18,7 +18,8 @@ import numpy as np
 
 from galaxyview.errors import GalaxyviewError, ParameterError, SceneError
 from galaxyview.model import ics, tipsy
-from galaxyview.model.params import MODULE_KINDS, THETA_MAX, Params, check_module_name
+from galaxyview.model.params import (EPS_MAX, MODULE_KINDS, THETA_MAX, Params,
+                                     check_module_name)
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
 from galaxyview.model.validate import Table
@@ -114,7 +115,7 @@ def _params(table: Table | None) -> Params:
         return default
     theta = table.number("theta", default.theta, lo=0, hi=THETA_MAX, lo_open=True)
     dt = table.number("dt", default.dt, lo=0, lo_open=True)
-    eps = table.number("eps", default.eps, lo=0)
+    eps = table.number("eps", default.eps, lo=0, hi=EPS_MAX)
     names = {}
     for kind in MODULE_KINDS:
         name = table.string(kind, getattr(default, kind))
@@ -152,7 +153,7 @@ def scene_path(name_or_path) -> Path:
     if not path.is_file():
         raise SceneError(f"unknown scene {str(name_or_path)!r}; shipped scenes: "
                          f"{', '.join(_shipped_names()) or 'none'} (or give the path of a "
-                         f".toml scene file or a Tipsy snapshot)")
+                         f".toml scene file or a snapshot)")
     return path
 
 

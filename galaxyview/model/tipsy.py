@@ -4,17 +4,17 @@ Layout: a 32-byte header (time f8; nbodies, ndim, nsph, ndark, nstar, pad i4), t
 dark and star blocks of float32 records. Big-endian is the standard; little-endian files are
 read too (the byte order whose header agrees with the file size wins) and written on request.
 
-Mapping to ParticleState: dark <-> Component.HALO; star <-> every other component, with the
-component code kept in the star `metals` field and the galaxy index in `tform` when they are
-exact small integers (otherwise DISK and galaxy 0, as for files written by other codes).
+Mapping to ParticleState: dark <-> Component.HALO; star <-> every other component. The
+star `metals` and `tform` fields keep their meaning (written as 0: galaxyview has neither).
+What Tipsy has no field for goes to files beside the snapshot (model/tipsy_aux.py): the
+component and galaxy of every particle and the radii (when any is > 0) as ChaNGa-style ASCII
+auxiliary arrays `<snapshot>.component`, `.galaxy`, `.radius`; the units, dt, theta and eps
+as a ChaNGa parameter file `<snapshot>.param`. Without them, star particles read as DISK,
+galaxy 0. `eps` (every particle's softening field) is the run's softening.
 galaxyview has no hydrodynamics: gas particles are read as collisionless STAR particles and
 their gas fields (rho, temp, hsmooth, metals) are dropped; nothing is written as gas.
-The galaxy index of halo particles is not kept (the dark block has no spare field).
-
-Radii (ParticleState.radius) have no Tipsy field (`eps` stays the softening): save_state writes
-them, when any is > 0, to a ChaNGa-style ASCII auxiliary array beside the snapshot,
-`<snapshot>.radius`: the particle count on the first line, then one value a line in the file's
-particle order (gas, dark, star). load_snapshot reads that file when it is present.
+A header whose last word (`pad`) is not 0 is Bonsai's (it stores its file version there):
+Bonsai's units are 1 kpc and 100 km/s (G = 1), so its mass unit is 2.325e9 Msun.
 """
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ import numpy as np
 from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
+from galaxyview.model.tipsy_aux import (AUX_ARRAYS, aux_path, aux_text, param_path, param_text,
+                                        read_aux, read_param)
+from galaxyview.model.units import UnitSystem
 
 HEADER_BYTES = 32
 SUFFIXES = (".tipsy", ".std", ".bin")
@@ -65,6 +68,7 @@ class TipsySnapshot:
     dark: np.ndarray = None
     star: np.ndarray = None
     time: float = 0.0
+    pad: int = 0  # the header's last word: Bonsai's file version, 0 elsewhere
 
     def __post_init__(self):
         for block in _BLOCKS:
@@ -176,7 +180,7 @@ def read_tipsy(path) -> TipsySnapshot:
         raise _open_error(path, exc) from None
     if any(len(blocks[b]) != int(header[k]) for b, k in zip(_BLOCKS, ("nsph", "ndark", "nstar"))):
         raise SnapshotError(f"{path}: truncated while reading (is another program writing it?)")
-    return TipsySnapshot(**blocks, time=float(header["time"]))
+    return TipsySnapshot(**blocks, time=float(header["time"]), pad=int(header["pad"]))
 
 
 def is_tipsy(path) -> bool:
@@ -192,60 +196,18 @@ def is_tipsy(path) -> bool:
 
 def radius_path(path) -> Path:
     """The radius file beside a snapshot: `<snapshot path>.radius`."""
-    path = Path(path)
-    return path.with_name(path.name + ".radius")
+    return aux_path(path, "radius")
 
 
 def read_radius(path, n: int) -> np.ndarray | None:
     """The radii (float32, file order) from the radius file beside snapshot `path` of `n`
     particles, None if there is none; SnapshotError naming the file and line if it is bad."""
-    aux = radius_path(path)
-    layout = "a radius file holds the particle count on its first line, then one radius a line"
-    try:
-        text = aux.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError:
-        raise SnapshotError(f"{aux}: not a text file; {layout}") from None
-    except OSError as exc:
-        raise SnapshotError(f"{aux}: cannot read the radius file ({exc.strerror or exc})") from None
-    lines = text.split("\n")  # read_text turns \r\n into \n
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
-        raise SnapshotError(f"{aux}: the file is empty; {layout}")
-    try:
-        count = int(lines[0])
-    except ValueError:
-        raise SnapshotError(f"{aux}: line 1: {lines[0].strip()!r} is not a particle count; "
-                            f"{layout}") from None
-    if count != n:
-        raise SnapshotError(f"{aux}: line 1 gives {count} particles but the snapshot {path} has "
-                            f"{n}; the radius file belongs to another snapshot")
-    values = lines[1:]
-    if len(values) != n:
-        raise SnapshotError(f"{aux}: {len(values)} radii after the count line, {n} expected; "
-                            f"the file is truncated or corrupt")
-    try:
-        radius = np.array([float(word) for word in values], np.float64)
-    except ValueError:
-        for line, word in enumerate(values, start=2):
-            try:
-                float(word)
-            except ValueError:
-                raise SnapshotError(f"{aux}: line {line}: {word.strip()!r} is not a number; "
-                                    f"{layout}") from None
-        raise
-    with np.errstate(over="ignore"):
-        radius32 = radius.astype(np.float32)
-    bad = np.flatnonzero(~(np.isfinite(radius32) & (radius32 >= 0)))
-    if len(bad):
-        value = radius[bad[0]]
-        why = ("is not finite" if not np.isfinite(value) else "is negative" if value < 0 else
-               "is too large for float32")
-        raise SnapshotError(f"{aux}: line {bad[0] + 2}: radius {values[bad[0]].strip()} {why}; "
-                            f"radii must be finite and >= 0")
-    return radius32
+    return read_aux(path, "radius", n)
+
+
+def companion_paths(path) -> list[Path]:
+    """The files save_state may write beside snapshot `path`: auxiliary arrays and .param."""
+    return [aux_path(path, name) for name in AUX_ARRAYS] + [param_path(path)]
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -302,23 +264,18 @@ def write_tipsy(path, snap: TipsySnapshot, *, byteorder: str = "big",
 
 
 # -- ParticleState <-> Tipsy --------------------------------------------------------------------
-def _codes(values: np.ndarray, hi: int, fallback: int) -> np.ndarray:
-    """Exact integers in 0..hi as they are, anything else (fractions, NaN) as `fallback`."""
-    v = values.astype(np.float64)
-    ok = (v == np.round(v)) & (v >= 0) & (v <= hi)
-    return np.where(ok, v, fallback).astype(np.int64)
+BONSAI_UNITS = UnitSystem(length_kpc=1.0, mass_msun=1.0e4 / 4.30091727e-6)  # 100 km/s
 
 
-def tipsy_to_state(snap: TipsySnapshot, source=None, radius=None) -> ParticleState:
-    """Particles in block order: gas (as STAR), dark (HALO), star (code from metals/tform);
-    `radius` in the same order (as read_radius gives it), zeros without."""
+def tipsy_to_state(snap: TipsySnapshot, source=None, radius=None, component=None,
+                   galaxy=None) -> ParticleState:
+    """Particles in block order: gas (as STAR), dark (HALO), star (DISK); `radius`,
+    `component`, `galaxy` in the same order (as read_aux gives them) replace the defaults."""
     gas, dark, star = snap.gas, snap.dark, snap.star
-    n_star_codes = max(Component)
-    component = np.concatenate([np.full(len(gas), Component.STAR),
-                                np.full(len(dark), Component.HALO),
-                                _codes(star["metals"], n_star_codes, Component.DISK)])
-    galaxy = np.concatenate([np.zeros(len(gas) + len(dark), np.int64),
-                             _codes(star["tform"], GALAXY_MAX, 0)])
+    if component is None:
+        component = np.concatenate([np.full(len(gas), Component.STAR),
+                                    np.full(len(dark), Component.HALO),
+                                    np.full(len(star), Component.DISK)])
     try:
         state = ParticleState(
             *(np.concatenate([gas[k], dark[k], star[k]]) for k in ("pos", "vel", "mass")),
@@ -338,8 +295,8 @@ def snapshot_order(state: ParticleState) -> np.ndarray:
 
 def state_to_tipsy(state: ParticleState, params: Params | None = None,
                    potential: np.ndarray | None = None) -> TipsySnapshot:
-    """HALO particles to the dark block, all others to the star block (metals = component code,
-    tform = galaxy index); eps from `params` (defaults: Params()), phi from `potential`."""
+    """HALO particles to the dark block, all others to the star block (metals, tform 0); eps
+    from `params` (defaults: Params()), phi from `potential`."""
     eps = (params or Params()).eps
     phi = np.zeros(state.n, np.float32) if potential is None else np.asarray(potential, np.float32)
     if phi.shape != (state.n,):
@@ -350,56 +307,85 @@ def state_to_tipsy(state: ParticleState, params: Params | None = None,
     for block, sel in ((snap.dark, halo), (snap.star, ~halo)):
         block["mass"], block["pos"], block["vel"] = state.mass[sel], state.pos[sel], state.vel[sel]
         block["eps"], block["phi"] = eps, phi[sel]
-    snap.star["metals"] = state.component[~halo]
-    snap.star["tform"] = state.galaxy[~halo]
     return snap
 
 
-def load_snapshot(path) -> ParticleState:
-    """Read a Tipsy file into a ParticleState (at least one particle), meta naming the file;
-    radii from the radius file beside it when there is one (see read_radius)."""
+def read_snapshot(path) -> tuple[ParticleState, dict, UnitSystem | None]:
+    """(state, parameters found, units) of a Tipsy file and the files beside it: component,
+    galaxy and radius arrays; dt, theta, eps and the modules from `<snapshot>.param` (eps
+    from the particles' eps fields when they agree and there is no dSoft); units from the
+    .param file, or Bonsai's for a Bonsai file."""
     path = Path(path)
     snap = read_tipsy(path)
     if snap.n == 0:
         raise SnapshotError(f"{path}: the snapshot holds no particles; nothing to simulate")
-    state = tipsy_to_state(snap, path, read_radius(path, snap.n))
+    arrays = {name: read_aux(path, name, snap.n) for name in AUX_ARRAYS}
+    state = tipsy_to_state(snap, path, **arrays)
     state.meta["scene"] = path.name
-    return state
+    found, units = read_param(path)
+    eps = np.concatenate([snap.dark["eps"], snap.star["eps"]]).astype(np.float64)
+    if "eps" not in found and len(eps) and np.all(eps == eps[0]) and np.isfinite(eps[0]) \
+            and eps[0] >= 0:
+        found["eps"] = float(eps[0])
+    if units is None and snap.pad != 0:
+        units = BONSAI_UNITS
+        state.meta["flavour"] = "bonsai"
+    return state, found, units
+
+
+def load_snapshot(path) -> ParticleState:
+    """Read a Tipsy file into a ParticleState (at least one particle), meta naming the file;
+    the component, galaxy and radius files beside it when there are (see read_snapshot)."""
+    return read_snapshot(path)[0]
+
+
+def _stage(path: Path, text: str) -> Path:
+    return _write_temp(path, lambda f: f.write(text.encode("ascii")))
 
 
 def save_state(path, state: ParticleState, params: Params | None = None, potential=None, *,
-               byteorder: str = "big", overwrite: bool = False) -> Path:
-    """Write a ParticleState as a Tipsy snapshot (see state_to_tipsy and write_tipsy) and, if
-    state.has_radius, its radii to radius_path(path). With overwrite=False nothing is written
-    if the snapshot or the radius file exists; a stale radius file of a replaced snapshot is
-    removed when the state has no radii."""
+               units: UnitSystem | None = None, byteorder: str = "big",
+               overwrite: bool = False) -> Path:
+    """Write a ParticleState as a Tipsy snapshot (see state_to_tipsy and write_tipsy), its
+    component and galaxy arrays, its radii when state.has_radius, and a .param file when
+    `params` or `units` are given. With overwrite=False nothing is written if any of these
+    files exists; companion files of a replaced snapshot that the new one has not are removed."""
     path = Path(path)
-    aux = radius_path(path)
     _check_target(path, overwrite)
-    if aux.is_dir():
-        raise GalaxyviewError(f"{aux} is a folder where the radius file of {path.name} goes; "
-                              f"move it or choose another file name")
-    if aux.exists() and not overwrite:
-        raise GalaxyviewError(f"{aux} (the radius file of {path.name}) already exists; choose "
-                              f"another file name, or pass overwrite=True to replace it")
+    for aux in companion_paths(path):
+        if aux.is_dir():
+            raise GalaxyviewError(f"{aux} is a folder where a companion file of {path.name} "
+                                  f"goes; move it or choose another file name")
+        if aux.exists() and not overwrite:
+            raise GalaxyviewError(f"{aux} (a companion file of {path.name}) already exists; "
+                                  f"choose another file name, or pass overwrite=True to "
+                                  f"replace it")
     snap = state_to_tipsy(state, params, potential)
-    if not state.has_radius:
+    order = snapshot_order(state)
+    texts = {aux_path(path, "component"): aux_text(state.component[order].astype(np.int64)),
+             aux_path(path, "galaxy"): aux_text(state.galaxy[order].astype(np.int64))}
+    if state.has_radius:
+        texts[radius_path(path)] = aux_text(state.radius[order])
+    if params is not None or units is not None:
+        texts[param_path(path)] = param_text(params or Params(), units)
+    staged = {}
+    try:
+        for aux, text in texts.items():
+            staged[aux] = _stage(aux, text)
         write_tipsy(path, snap, byteorder=byteorder, overwrite=overwrite)
-        if overwrite:
+    except BaseException:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
+        raise
+    for aux, tmp in staged.items():  # last: a failed snapshot write leaves the old files
+        _rename(tmp, aux)
+    for aux in companion_paths(path):
+        if aux not in texts and overwrite:
             try:
                 aux.unlink(missing_ok=True)
             except OSError as exc:
-                raise SnapshotError(f"{aux}: cannot remove this stale radius file "
-                                    f"({exc.strerror or exc}); remove it by hand, or it is read "
-                                    f"with the new snapshot {path.name}") from None
-        return path
-    radius = state.radius[snapshot_order(state)].tolist()
-    text = f"{len(radius)}\n" + "".join(f"{r:.9g}\n" for r in radius)  # 9 digits: exact float32
-    tmp = _write_temp(aux, lambda f: f.write(text.encode("ascii")))
-    try:
-        write_tipsy(path, snap, byteorder=byteorder, overwrite=overwrite)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _rename(tmp, aux)  # last: a failed snapshot write leaves the old files as they were
+                why = exc.strerror or exc
+                raise SnapshotError(f"{aux}: cannot remove this stale file ({why}); remove it "
+                                    f"by hand, or it is read with the new snapshot "
+                                    f"{path.name}") from None
     return path

@@ -7,6 +7,7 @@ from pathlib import Path
 from galaxyview.errors import SceneError
 
 _MISSING = object()
+F32_MAX = 3.4028234663852886e38  # particle data are float32: larger values become inf
 
 
 class Table:
@@ -45,6 +46,9 @@ class Table:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.error(key, value, "must be a finite number")
+        if abs(value) > F32_MAX:
+            raise self.error(key, value, f"is too large: particle data are float32 (at most "
+                                         f"{F32_MAX:.3g})")
         bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
         bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
         if bad_lo or bad_hi:
@@ -80,6 +84,9 @@ class Table:
                   for v in value))
         if not ok:
             raise self.error(key, value, f"must be a list of {length} finite numbers")
+        if any(abs(v) > F32_MAX for v in value):
+            raise self.error(key, value, f"is too large: particle data are float32 (at most "
+                                         f"{F32_MAX:.3g})")
         return [float(v) for v in value]
 
     def table(self, key, default=_MISSING) -> "Table | None":

@@ -20,6 +20,7 @@ from galaxyview.engines.cpu.forces import tree_forces
 from galaxyview.engines.system import HostSystem
 from galaxyview.errors import EngineError
 from galaxyview.model import diagnostics
+from galaxyview.model.exact import ExactState
 from galaxyview.model.state import ParticleState
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -102,6 +103,39 @@ class CPUEngine(Engine):
                 "the loaded state gives non-finite forces (particles at the same position "
                 "without softening?); set eps > 0 or remove the coincident particles")
 
+    def exact_state(self) -> ExactState:
+        """float64 pos, vel, acc, pot (copies), the steps and the integrator's save()."""
+        s = self.system
+        return ExactState(self.state(), self.name, self.gravity, self.params, s.pos.copy(),
+                          s.vel.copy(), s.acc.copy(), s.pot.copy(), self.steps_done,
+                          self.integrator.save())
+
+    def load_exact(self, exact: ExactState) -> None:
+        """The stored float64 arrays as they are; the stored forces where this engine with
+        these parameters made them (else evaluated anew by integrator.start()); then
+        integrator.restore() with the integrator's saved state (or {})."""
+        state = exact.state
+        if state.n == 0:
+            raise EngineError("the state has no particles; load a scene with at least one")
+        state.validate()
+        s = self.system
+        self._loaded = state.copy()
+        s.pos = np.array(state.pos if exact.pos is None else exact.pos, np.float64)
+        s.vel = np.array(state.vel if exact.vel is None else exact.vel, np.float64)
+        s.mass = state.mass.astype(np.float64)
+        s.radius = state.radius.astype(np.float64)
+        self._check(s.pos, "positions")
+        self._time = float(state.time)
+        self.steps_done = int(exact.steps)
+        s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
+        s.jerk = np.zeros_like(s.pos)
+        if exact.forces_reusable(self.name, self.gravity, self.params):
+            s.acc, s.pot = np.array(exact.acc, np.float64), np.array(exact.pot, np.float64)
+        else:
+            s.acc, s.pot = np.zeros_like(s.pos), np.zeros_like(s.mass)
+            self.integrator.start()
+        self.integrator.restore(exact.integrator_state(self.params.integrator))
+
     def state(self) -> ParticleState:
         loaded, s = self._need_state(), self.system
         return ParticleState(s.pos, s.vel, s.mass, loaded.component, loaded.galaxy,
@@ -132,7 +166,7 @@ class CPUEngine(Engine):
             self.collision.resolve()
             self._check(s.acc, "accelerations")
             self._check(s.vel, "velocities")
-        except EngineError:
+        except BaseException:  # a NaN (EngineError), MemoryError or Ctrl-C mid-step
             for k, v in kept.items():  # the last good state stays
                 setattr(s, k, v)
             raise

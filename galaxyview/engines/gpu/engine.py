@@ -26,6 +26,7 @@ from galaxyview.engines.gpu.module import compile_kernels
 from galaxyview.engines.gpu.phases import run_force
 from galaxyview.engines.system import DeviceSystem
 from galaxyview.errors import EngineError
+from galaxyview.model.exact import ExactState
 from galaxyview.model.state import ParticleState
 
 GROUP_MAX = 64  # the walk holds at most two particles per lane
@@ -203,6 +204,28 @@ class GPUEngine(Engine):
             self.steps_done = 0
             self.boundary.apply()
             self.integrator.start()
+
+    def exact_state(self) -> ExactState:
+        """The float32 device state (loaded order), forces, steps and the integrator's save()."""
+        state = self.state()
+        acc, pot = self.accelerations()
+        with self.activate():
+            saved = self.integrator.save()
+        return ExactState(state, self.name, self.gravity, self.params, state.pos, state.vel,
+                          acc, pot, self.steps_done, saved)
+
+    def load_exact(self, exact: ExactState) -> None:
+        """The float32 state (float64 arrays of the CPU engine rounded), forces evaluated anew
+        (the sort order is the device's own), then integrator.restore(); continues to
+        round-off."""
+        state = exact.state
+        if exact.pos is not None:  # the exact arrays, rounded once to the device's float32
+            state = ParticleState(exact.pos, exact.vel, state.mass, state.component,
+                                  state.galaxy, state.time, dict(state.meta), state.radius)
+        self.load(state)
+        self.steps_done = int(exact.steps)
+        with self.activate():
+            self.integrator.restore(exact.integrator_state(self.params.integrator))
 
     def state(self) -> ParticleState:
         with self.activate():

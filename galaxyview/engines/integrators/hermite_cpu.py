@@ -63,6 +63,20 @@ class Hermite4(Integrator):
     def time_steps(self):
         return self._activity.time_steps(np.bincount(self.level, minlength=self._L + 1))
 
+    def save(self) -> dict:
+        return {"acc": self.acc.copy(), "jerk": self.jerk.copy(), "level": self.level.copy(),
+                "dt": float(self._dt), "block_levels": int(self._L)}
+
+    def restore(self, saved: dict) -> None:
+        if not saved:  # another scheme's snapshot: begin afresh from this state
+            self.start()
+            return
+        self.acc = np.array(saved["acc"], np.float64)
+        self.jerk = np.array(saved["jerk"], np.float64)
+        self.level = np.array(saved["level"], np.int32)
+        self._dt, self._L = float(saved["dt"]), int(saved["block_levels"])
+        self._activity = blocks.Activity()
+
     def step(self, dt: float) -> float:
         s, p = self.system, self.system.params
         L = p.block_levels

@@ -61,6 +61,24 @@ class Hermite4(Integrator):
     def time_steps(self):
         return self._activity.time_steps(self.counts[:self._L + 1])
 
+    def save(self) -> dict:
+        """a, j and levels in the loaded order (the Hermite never re-sorts the particles)."""
+        cuda, d = self._cuda, self._d
+        level = np.empty(self.system.n, np.int32)
+        cuda.memcpy_dtoh(level, d["lev"])
+        return {"acc": download(self, "a"), "jerk": download(self, "j"), "level": level,
+                "dt": float(self._dt), "block_levels": int(self._L)}
+
+    def restore(self, saved: dict) -> None:
+        if not saved:  # start() has set everything up for this state
+            return
+        cuda, d = self._cuda, self._d
+        cuda.memcpy_htod(d["a"], np.ascontiguousarray(saved["acc"], np.float64))
+        cuda.memcpy_htod(d["j"], np.ascontiguousarray(saved["jerk"], np.float64))
+        cuda.memcpy_htod(d["lev"], np.ascontiguousarray(saved["level"], np.int32))
+        self._dt, self._L = float(saved["dt"]), int(saved["block_levels"])
+        self._count_levels()
+
     def step(self, dt: float) -> float:
         s, p = self.system, self.system.params
         L, d, n = p.block_levels, self._d, s.n

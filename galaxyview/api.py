@@ -1,0 +1,56 @@
+"""The Python API: `import galaxyview as gv; sim = gv.open("antennae", n=10**5)`.
+
+docs/python-api.md describes it. Every argument is checked at the call; bad values raise
+`galaxyview.GalaxyviewError` subclasses (ParameterError for numbers, SnapshotError for files)
+with the same messages as the command line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from galaxyview.engines import BACKENDS
+from galaxyview.errors import ParameterError
+from galaxyview.simulation import Simulation, open_simulation, whole_count
+from galaxyview.snapshots import Snapshot, read
+
+
+def open(source, backend: str = "auto", n=None, *, theta=None, dt=None, eps=None,
+         gravity: str = "tree", device: int = 0, integrator: str | None = None,
+         boundary: str | None = None, collision: str | None = None,
+         index: int | None = None, playback: bool | None = None) -> Simulation:
+    """A Simulation of `source`: a shipped scene's name, a scene file, a snapshot or archive.
+
+    backend: "auto", "cpu" or "gpu"; n: particles (scenes only; 10**6 or 1e6); theta, dt,
+    eps: numbers overriding the scene's or snapshot's; index: which snapshot of an archive to
+    start from (an archive of several plays back otherwise, unless playback=False)."""
+    if not isinstance(source, (str, Path)):
+        raise ParameterError(f"source must be a scene name or a path, got {source!r}")
+    if backend not in BACKENDS:
+        raise ParameterError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if gravity not in ("tree", "direct"):
+        raise ParameterError(f"gravity must be 'tree' or 'direct', got {gravity!r}")
+    n = None if n is None else whole_count(n, "n")
+    device = whole_count(device, "device", minimum=0)
+    if index is not None:
+        index = whole_count(index, "index", minimum=-2**62)
+    for name, value in (("integrator", integrator), ("boundary", boundary),
+                        ("collision", collision)):
+        if value is not None and not isinstance(value, str):
+            raise ParameterError(f"{name} must be a module name (a string), got {value!r}")
+    return open_simulation(source, backend, n, theta, dt, eps, gravity, device, integrator,
+                           boundary, collision, index, playback)
+
+
+def load(path, index: int | None = None) -> Snapshot:
+    """The Snapshot stored in `path` (any format galaxyview reads; an archive's snapshot
+    `index`, default the last): .state (ParticleState), .params, .units, .time, .format."""
+    if not isinstance(path, (str, Path)):
+        raise ParameterError(f"path must be a file path, got {path!r}")
+    if index is not None:
+        index = whole_count(index, "index", minimum=-2**62)
+    snap = read(path, index)
+    snap.close()
+    return snap
+
+
+__all__ = ["Simulation", "Snapshot", "load", "open"]

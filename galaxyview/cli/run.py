@@ -1,0 +1,186 @@
+"""`galaxyview run`: arguments, the archive and output files, the report.
+
+Exit codes: 0 done; 1 the run failed part way (its last good state written, the message says
+where); 2 bad input (nothing was run); 130 interrupted by Ctrl-C (the same).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from pathlib import Path
+
+from galaxyview.cli import common
+from galaxyview.cli.output import print_json, progress_bar, say
+from galaxyview.errors import GalaxyviewError
+from galaxyview.files import check_output_path
+
+RESCUE_AFTER_S = 60.0  # a run without --archive or --out keeps its state when it ran this long
+
+
+def add_run_parser(sub) -> None:
+    p = sub.add_parser("run", help="evolve a scene or snapshot headless",
+                       description="Evolve a scene, snapshot or archive without a window and "
+                                   "report the energy error, momentum drift and timing. Ctrl-C "
+                                   "stops after the current step and keeps the state.")
+    p.add_argument("source", metavar="SCENE|SNAPSHOT",
+                   help="a shipped scene's name, a .toml scene file, or a snapshot or archive "
+                        "(galaxyview HDF5, Tipsy, Gadget, ...; see docs/snapshot-format.md)")
+    p.add_argument("--steps", type=common.count_type, default=100, help="steps to take (100)")
+    p.add_argument("--index", type=int, metavar="K",
+                   help="start from snapshot K of an archive (default: its last; negative "
+                        "counts from the end)")
+    common.add_backend(p)
+    common.add_physics(p)
+    p.add_argument("--out", metavar="FILE", help="write the final state: FILE.h5 a galaxyview "
+                   "snapshot (restarts exactly), FILE.tipsy (.std, .bin) Tipsy with its "
+                   "companion files")
+    p.add_argument("--archive", metavar="FILE.h5",
+                   help="store the run's states in this archive (first, every interval, last)")
+    p.add_argument("--every", type=common.count_type, metavar="K",
+                   help="archive every K steps (default: every steps/20 when no other "
+                        "interval is given)")
+    p.add_argument("--every-time", type=common.positive_number, metavar="T",
+                   help="archive every T of simulated time (N-body units)")
+    p.add_argument("--every-wall", type=common.positive_number, metavar="S",
+                   help="archive every S seconds of wall time")
+    p.add_argument("--overwrite", action="store_true", help="replace --out or --archive")
+    p.add_argument("--json", action="store_true", help="print one JSON summary object")
+
+
+def _ask_overwrite(paths: list[Path], overwrite: bool) -> bool:
+    existing = [p for p in paths if p.is_file()]
+    if existing and not overwrite and sys.stdin is not None and sys.stdin.isatty():
+        names = " and ".join(map(str, existing))
+        return input(f"{names} exist(s). Overwrite? [y/N] ").strip().lower() in ("y", "yes")
+    return overwrite
+
+
+def check_out(out: str | None, overwrite: bool) -> bool:
+    """Fail before any work if --out cannot be written; ask before replacing a file.
+    Returns the overwrite decision."""
+    if out is None:
+        return overwrite
+    from galaxyview.model.tipsy import companion_paths
+    from galaxyview.snapshots.archive import SUFFIXES
+
+    path = Path(out)
+    companions = [] if path.suffix.lower() in SUFFIXES else companion_paths(path)
+    overwrite = _ask_overwrite([path, *companions], overwrite)
+    for aux in companions:
+        check_output_path(aux, overwrite)
+    folder = check_output_path(out, overwrite).parent
+    if not os.access(folder, os.W_OK):
+        raise GalaxyviewError(f"--out {out}: folder {folder} is not writable")
+    return overwrite
+
+
+def cmd_run(args) -> int:
+    from galaxyview.jobs.checkpoint import Checkpoints, Interval, preflight
+    from galaxyview.jobs.run import run
+    from galaxyview.simulation import open_simulation
+    from galaxyview.snapshots import archive
+
+    overwrite = check_out(args.out, args.overwrite)
+    interval = Interval(args.every, args.every_time, args.every_wall)
+    if args.archive:
+        _ask_overwrite([Path(args.archive)], args.overwrite)
+        check_output_path(args.archive, args.overwrite)
+    elif any(v is not None for v in (args.every, args.every_time, args.every_wall)):
+        raise GalaxyviewError("--every, --every-time and --every-wall need --archive FILE.h5")
+    sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
+                          index=args.index, playback=False, **common.engine_options(args))
+    checkpoints = None
+    try:
+        if args.archive:
+            if interval == Interval():
+                interval = Interval(steps=max(1, args.steps // 20))
+            count = interval.expected(args.steps, sim.engine.params.dt)
+            preflight(args.archive, sim.engine.n, count)
+            checkpoints = Checkpoints(archive.ArchiveWriter(args.archive, sim.run_info(),
+                                                            args.overwrite), interval)
+        if args.out:
+            preflight(args.out, sim.engine.n, 1, "--out")
+        say(f"{sim.name}: {sim.engine.n} particles, {sim.why}")
+        with progress_bar(args.steps, sim.name) as update:
+            result = run(sim.engine, sim.name, args.steps, update,
+                         sim.units.time_myr if sim.units else None, checkpoints)
+        if result.stopped:
+            result.saved = _keep_last_state(sim, args, checkpoints, overwrite, result)
+        else:
+            if checkpoints is not None:
+                checkpoints.finish(sim.engine)
+            if args.out:
+                sim.save(args.out, overwrite=overwrite)
+                result.out = args.out
+        if checkpoints is not None:
+            result.archive, result.snapshots = str(checkpoints.path), checkpoints.count
+    finally:
+        if checkpoints is not None:
+            checkpoints.close()
+        sim.close()
+    if args.json:
+        print_json(result.as_dict())
+    else:
+        _report(result)
+    if result.stopped:
+        return 130 if result.stopped.startswith("interrupted") else 1
+    return 0
+
+
+def _keep_last_state(sim, args, checkpoints, overwrite: bool, result) -> str:
+    """After a stop: the engine's last good state to the archive, else --out, else (after a
+    long run) a rescue file; returns a sentence saying where it went."""
+    from galaxyview.snapshots import archive
+
+    try:
+        exact = sim.engine.exact_state()
+    except GalaxyviewError as exc:
+        if checkpoints is not None and checkpoints.count:
+            return (f"the engine's state is not usable ({exc}); the last good one is snapshot "
+                    f"{checkpoints.count - 1} of {checkpoints.path} (t = "
+                    f"{checkpoints.last_time:g})")
+        return f"the engine's state is not usable ({exc}); nothing could be saved"
+    try:
+        if checkpoints is not None:
+            if exact.steps != checkpoints.last_step:
+                checkpoints.writer.append(exact)
+            return (f"the last good state (t = {exact.time:g}, step {exact.steps}) is snapshot "
+                    f"{checkpoints.count - 1} of {checkpoints.path}")
+        if args.out:
+            sim.save(args.out, overwrite=overwrite)
+            result.out = args.out
+            return f"the last good state (t = {exact.time:g}) was written to {args.out}"
+        if result.wall_s < RESCUE_AFTER_S:
+            return "nothing was saved (a short run; --archive FILE.h5 keeps the states)"
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        path = Path(f"{sim.name}-rescue-{stamp}.h5").resolve()
+        archive.save_exact(path, exact, sim.run_info())
+        return f"the last good state (t = {exact.time:g}) was written to {path}"
+    except GalaxyviewError as exc:
+        return f"saving the last good state failed: {exc}"
+
+
+def _report(result) -> None:
+    t = f"t = {result.t_start:g} -> {result.t_end:g}"
+    if result.time_unit_myr:
+        t += f" ({result.t_end * result.time_unit_myr:.1f} Myr)"
+    print(f"{result.name}: N = {result.n}, {result.steps} steps of dt = {result.dt:g}, {t}, "
+          f"theta = {result.theta:g}, eps = {result.eps:g}, engine {result.device}")
+    print("  modules                " + ", ".join(f"{k} {v}" for k, v in result.modules.items()))
+    reasons = result.reasons or {}
+    for label, key, note in (("relative energy error ", "rel_energy_error", ""),
+                             ("momentum drift        ", "momentum_drift", " (|dP| / sum m|v|)"),
+                             ("angular momentum drift", "angular_momentum_drift", "")):
+        value = getattr(result, key)
+        text = f"{value:.3e}{note}" if value is not None else f"n/a: {reasons.get(key, '?')}"
+        print(f"  {label} {text}")
+    print(f"  time per step          {result.ms_per_step_median:.2f} ms (median); "
+          f"wall {result.wall_s:.2f} s")
+    if result.archive:
+        print(f"  archive                {result.archive} ({result.snapshots} snapshots)")
+    if result.out and not result.stopped:
+        print(f"  final state written to {result.out}")
+    if result.stopped:
+        say(f"galaxyview run: stopped after {result.steps} of {result.steps_asked} steps: "
+            f"{result.stopped}. {result.saved[0].upper()}{result.saved[1:]}.")

@@ -1,0 +1,167 @@
+"""Files beside a Tipsy snapshot that carry what its binary records have no field for.
+
+- ChaNGa-style ASCII auxiliary arrays `<snapshot>.<name>`: the particle count on the first line,
+  then one value a line in the file's particle order (gas, dark, star). galaxyview writes
+  `component` (Component codes), `galaxy` (galaxy index) and `radius` (hard-sphere radii);
+  pynbody and ChaNGa's tools read them as arrays of those names.
+- A ChaNGa parameter file `<snapshot>.param` ("key = value" lines, # comments): dKpcUnit and
+  dMsolUnit (the unit system, where the run has one: pynbody takes its units from them), dDelta
+  (the time step), dTheta (the opening angle), dSoft (the softening; the particles' eps fields
+  hold it too) and, as comments, the integrator, boundary and collision by name.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from galaxyview.errors import SnapshotError
+from galaxyview.model.params import Params
+from galaxyview.model.state import Component
+from galaxyview.model.units import UnitSystem
+
+AUX_ARRAYS = ("component", "galaxy", "radius")
+_LIMITS = {"component": (0, max(Component)), "galaxy": (0, int(np.iinfo(np.int16).max))}
+_LAYOUT = "an auxiliary array file holds the particle count on its first line, then one value a line"
+
+
+def aux_path(path, name: str) -> Path:
+    """The auxiliary array file `name` beside snapshot `path`: `<snapshot path>.<name>`."""
+    path = Path(path)
+    return path.with_name(f"{path.name}.{name}")
+
+
+def param_path(path) -> Path:
+    """The parameter file beside snapshot `path`: `<snapshot path>.param`."""
+    return aux_path(path, "param")
+
+
+def _lines(aux: Path) -> list[str] | None:
+    try:
+        text = aux.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{aux}: not a text file; {_LAYOUT}") from None
+    except OSError as exc:
+        raise SnapshotError(f"{aux}: cannot read it ({exc.strerror or exc})") from None
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def read_aux(path, name: str, n: int) -> np.ndarray | None:
+    """Array `name` (radius: float32 >= 0; component, galaxy: integers in range) from the file
+    beside snapshot `path` of `n` particles; None when there is none; SnapshotError naming the
+    file and line when it is bad."""
+    aux = aux_path(path, name)
+    lines = _lines(aux)
+    if lines is None:
+        return None
+    if not lines:
+        raise SnapshotError(f"{aux}: the file is empty; {_LAYOUT}")
+    try:
+        count = int(lines[0])
+    except ValueError:
+        raise SnapshotError(f"{aux}: line 1: {lines[0].strip()!r} is not a particle count; "
+                            f"{_LAYOUT}") from None
+    if count != n:
+        raise SnapshotError(f"{aux}: line 1 gives {count} particles but the snapshot {path} has "
+                            f"{n}; the file belongs to another snapshot")
+    values = lines[1:]
+    if len(values) != n:
+        raise SnapshotError(f"{aux}: {len(values)} values after the count line, {n} expected; "
+                            f"the file is truncated or corrupt")
+    numbers = np.empty(n, np.float64)
+    for i, word in enumerate(values):
+        try:
+            numbers[i] = float(word)
+        except ValueError:
+            raise SnapshotError(f"{aux}: line {i + 2}: {word.strip()!r} is not a number; "
+                                f"{_LAYOUT}") from None
+    if name == "radius":
+        return _radii(aux, numbers, values)
+    lo, hi = _LIMITS.get(name, (-2**31, 2**31 - 1))
+    bad = np.flatnonzero(~((numbers == np.round(numbers)) & (numbers >= lo) & (numbers <= hi)))
+    if len(bad):
+        raise SnapshotError(f"{aux}: line {bad[0] + 2}: {values[bad[0]].strip()} is not a "
+                            f"whole number in {lo}..{hi}")
+    return numbers.astype(np.int64)
+
+
+def _radii(aux: Path, radius: np.ndarray, values: list[str]) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        radius32 = radius.astype(np.float32)
+    bad = np.flatnonzero(~(np.isfinite(radius32) & (radius32 >= 0)))
+    if len(bad):
+        value = radius[bad[0]]
+        why = ("is not finite" if not np.isfinite(value) else "is negative" if value < 0 else
+               "is too large for float32")
+        raise SnapshotError(f"{aux}: line {bad[0] + 2}: radius {values[bad[0]].strip()} {why}; "
+                            f"radii must be finite and >= 0")
+    return radius32
+
+
+def aux_text(values: np.ndarray) -> str:
+    """The ASCII file of `values` (9 significant digits: float32 values exactly)."""
+    if np.issubdtype(values.dtype, np.integer):
+        body = "".join(f"{v}\n" for v in values.tolist())
+    else:
+        body = "".join(f"{v:.9g}\n" for v in values.tolist())
+    return f"{len(values)}\n{body}"
+
+
+def param_text(params: Params, units: UnitSystem | None) -> str:
+    """The parameter file of a snapshot written with `params` in `units` (or N-body units)."""
+    lines = ["# written by galaxyview beside its Tipsy snapshot (ChaNGa parameter names)"]
+    if units is not None:
+        lines += [f"dKpcUnit = {units.length_kpc!r}", f"dMsolUnit = {units.mass_msun!r}"]
+    else:
+        lines.append("# N-body units (G = 1) without a physical scale: no dKpcUnit, dMsolUnit")
+    lines += [f"dDelta = {params.dt!r}", f"dTheta = {params.theta!r}",
+              f"dSoft = {params.eps!r}", "bComove = 0",
+              f"# galaxyview integrator = {params.integrator}",
+              f"# galaxyview boundary = {params.boundary}",
+              f"# galaxyview collision = {params.collision}"]
+    return "\n".join(lines) + "\n"
+
+
+_PARAM_KEYS = {"dDelta": "dt", "dTheta": "theta", "dSoft": "eps"}
+
+
+def read_param(path) -> tuple[dict, UnitSystem | None]:
+    """({"dt", "theta", "eps", "integrator", ... found}, units or None) from the parameter file
+    beside snapshot `path`; ({}, None) without one. Keys galaxyview has no use for are skipped."""
+    pfile = param_path(path)
+    lines = _lines(pfile)
+    if lines is None:
+        return {}, None
+    found, unit = {}, {}
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if text.startswith("# galaxyview "):
+            key, _, value = text[len("# galaxyview "):].partition("=")
+            if key.strip() in ("integrator", "boundary", "collision") and value.strip():
+                found[key.strip()] = value.strip()
+            continue
+        key, eq, value = text.split("#")[0].partition("=")
+        key = key.strip()
+        if not eq or key not in (*_PARAM_KEYS, "dKpcUnit", "dMsolUnit"):
+            continue
+        try:
+            number_value = float(value)
+        except ValueError:
+            raise SnapshotError(f"{pfile}: line {number}: {key} = {value.strip()!r} is not a "
+                                f"number") from None
+        if key in _PARAM_KEYS:
+            found[_PARAM_KEYS[key]] = number_value
+        else:
+            unit[key] = number_value
+    units = None
+    if unit:
+        if set(unit) != {"dKpcUnit", "dMsolUnit"} or min(unit.values()) <= 0:
+            raise SnapshotError(f"{pfile}: dKpcUnit and dMsolUnit must both be given and > 0, "
+                                f"got {unit}")
+        units = UnitSystem(unit["dKpcUnit"], unit["dMsolUnit"])
+    return found, units

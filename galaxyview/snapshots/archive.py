@@ -1,0 +1,297 @@
+"""galaxyview's own snapshot and archive format, on HDF5 (docs/snapshot-format.md).
+
+One file holds one snapshot or a time series of them (an archive, like REBOUND's simulation
+archive). Root attributes: format = "galaxyview-archive", format_version, galaxyview_version.
+Group /run: how the run was made (attributes name, engine, device, gravity, units; the scene
+file's text as the dataset `scene_toml`). Group /snapshots/NNNNNN, one per stored state:
+attributes time, steps, params (JSON), engine kind, gravity, kinetic and potential energy;
+datasets pos, vel (N, 3) float32, mass, radius float32, component uint8, galaxy int16, ids
+uint64, acc (N, 3) and pot float32; `exact/` pos, vel, acc, pot in the engine's float64 where
+it has them; `integrator/` the integrator's saved state (arrays as datasets, scalars as
+attributes). The first snapshot goes to a temporary file renamed into place, later ones are appended and
+flushed, so a crash loses at most the interval being computed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import errno
+import json
+import os
+import secrets
+from pathlib import Path
+
+import numpy as np
+
+from galaxyview.errors import SnapshotError
+from galaxyview.files import check_free_space, check_output_path
+from galaxyview.model.exact import ExactState
+from galaxyview.model.params import Params
+from galaxyview.model.state import ParticleState
+from galaxyview.model.units import UnitSystem
+from galaxyview.version import __version__
+
+FORMAT = "galaxyview-archive"
+FORMAT_VERSION = 1
+SUFFIXES = (".h5", ".hdf5", ".gva")
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+BYTES_PER_PARTICLE = 4 * (3 + 3 + 1 + 1 + 3 + 1) + 1 + 2 + 8 + 8 * (3 + 3 + 3 + 1)
+
+
+def _h5py():
+    try:
+        import h5py
+    except ImportError:  # a runtime dependency; say how to get it back
+        raise SnapshotError("HDF5 snapshots need h5py: pip install h5py") from None
+    return h5py
+
+
+def snapshot_bytes(n: int, float64: bool = True) -> int:
+    """About the bytes one snapshot of n particles takes (metadata aside)."""
+    return n * (BYTES_PER_PARTICLE if float64 else BYTES_PER_PARTICLE - 80) + 16384
+
+
+def is_hdf5(path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == HDF5_SIGNATURE
+    except OSError:
+        return False
+
+
+def _disk_error(path: Path, exc: BaseException, what: str) -> SnapshotError:
+    text = str(exc)
+    full = getattr(exc, "errno", None) == errno.ENOSPC or "errno = 28" in text or \
+        "No space left" in text
+    if full:
+        return SnapshotError(f"{path}: the disk is full: {what} failed; free some space or "
+                             f"write elsewhere")
+    return SnapshotError(f"{path}: {what} failed ({getattr(exc, 'strerror', None) or text})")
+
+
+# -- writing ------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class RunInfo:
+    """What /run records: the run's name, engine, device, gravity, units, scene text."""
+
+    name: str = ""
+    engine: str = ""
+    device: str = ""
+    gravity: str = "tree"
+    units: UnitSystem | None = None
+    scene_toml: str | None = None
+
+
+class ArchiveWriter:
+    """Appends ExactStates to a new archive file.
+
+    The first snapshot is built in memory and written as plain bytes to a temporary file
+    beside `path`, renamed into place when complete: a failed first write leaves no file.
+    Later ones are appended and flushed, each after a check that the disk has room for it
+    (HDF5 itself does not recover from a full disk), so a failure leaves the snapshots
+    written before."""
+
+    def __init__(self, path, run: RunInfo, overwrite: bool = False):
+        self.path = check_output_path(path, overwrite, SnapshotError)
+        self.run, self.count = run, 0
+        self._file = None
+
+    def append(self, exact: ExactState) -> None:
+        """Write one snapshot and flush; SnapshotError (disk full, ...) leaves the archive
+        with the snapshots written before."""
+        if self._file is None:
+            self._first(exact)
+            self.count = 1
+            return
+        try:
+            check_free_space(self.path, snapshot_bytes(exact.state.n), f"snapshot {self.count}",
+                             SnapshotError)
+        except SnapshotError as exc:
+            raise SnapshotError(f"the disk is full: {exc}; the archive keeps its "
+                                f"{self.count} snapshots") from None
+        try:
+            group = self._file["snapshots"].create_group(f"{self.count:06d}")
+            _write_snapshot(group, exact)
+            self._file.flush()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise _disk_error(self.path, exc, f"writing snapshot {self.count}") from None
+        self.count += 1
+
+    def _first(self, exact: ExactState) -> None:
+        h5py = _h5py()
+        with h5py.File(f"{self.path.name}-in-memory", "w", driver="core",
+                       backing_store=False) as f:
+            self._header(f)
+            _write_snapshot(f.create_group("snapshots").create_group("000000"), exact)
+            f.flush()
+            image = f.id.get_file_image()
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        try:
+            with open(tmp, "xb") as out:
+                out.write(image)
+            os.replace(tmp, self.path)
+        except BaseException as exc:
+            tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise _disk_error(self.path, exc, "writing its first snapshot") from None
+            raise
+        try:
+            self._file = h5py.File(self.path, "a")
+        except OSError as exc:
+            raise _disk_error(self.path, exc, "opening the archive to append") from None
+
+    def _header(self, f) -> None:
+        f.attrs["format"] = FORMAT
+        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["galaxyview_version"] = __version__
+        f.attrs["created"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        run = f.create_group("run")
+        r = self.run
+        for key in ("name", "engine", "device", "gravity"):
+            run.attrs[key] = getattr(r, key) or ""
+        if r.units is not None:
+            run.attrs["length_kpc"] = r.units.length_kpc
+            run.attrs["mass_msun"] = r.units.mass_msun
+        if r.scene_toml:
+            run.create_dataset("scene_toml", data=r.scene_toml)
+
+    def close(self) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.close()
+        except (OSError, RuntimeError) as exc:
+            raise _disk_error(self.path, exc, "closing the archive") from None
+        finally:
+            self._file = None
+
+
+def _write_snapshot(group, exact: ExactState) -> None:
+    s = exact.state
+    a = group.attrs
+    a["time"] = float(s.time)
+    a["steps"] = int(exact.steps)
+    a["params"] = json.dumps(dataclasses.asdict(exact.params))
+    a["engine"] = exact.kind
+    a["gravity"] = exact.gravity
+    data = {"pos": s.pos, "vel": s.vel, "mass": s.mass, "radius": s.radius,
+            "component": s.component, "galaxy": s.galaxy,
+            "ids": np.arange(s.n, dtype=np.uint64)}
+    if exact.acc is not None and exact.pot is not None:
+        data["acc"] = np.asarray(exact.acc, np.float32)
+        data["pot"] = np.asarray(exact.pot, np.float32)
+        a["kinetic"] = float(0.5 * np.sum(s.mass.astype(np.float64)
+                                          * np.sum(np.asarray(exact.vel, np.float64) ** 2, 1)))
+        a["potential"] = float(0.5 * np.sum(s.mass.astype(np.float64) * exact.pot))
+    for key, value in data.items():
+        group.create_dataset(key, data=value)
+    wide = {k: getattr(exact, k) for k in ("pos", "vel", "acc", "pot")
+            if getattr(exact, k) is not None and getattr(exact, k).dtype == np.float64}
+    if wide:
+        g = group.create_group("exact")
+        for key, value in wide.items():
+            g.create_dataset(key, data=value)
+    g = group.create_group("integrator")
+    for key, value in exact.integrator.items():
+        if isinstance(value, np.ndarray):
+            g.create_dataset(key, data=value)
+        elif isinstance(value, (bool, int, float, str, np.generic)):
+            g.attrs[key] = value
+        else:
+            raise SnapshotError(f"the integrator's saved {key!r} is a {type(value).__name__}; "
+                                "save() gives numpy arrays and scalars only")
+
+
+def save_exact(path, exact: ExactState, run: RunInfo, overwrite: bool = False) -> Path:
+    """One snapshot in a new file (an archive of one)."""
+    writer = ArchiveWriter(path, run, overwrite)
+    writer.append(exact)
+    writer.close()
+    return writer.path
+
+
+# -- reading ------------------------------------------------------------------------------------
+class Archive:
+    """A galaxyview archive opened for reading: len() snapshots, archive[i] an ExactState
+    (read on demand; negative i from the end), `run` the RunInfo."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        h5py = _h5py()
+        try:
+            self._file = h5py.File(self.path, "r")
+        except FileNotFoundError:
+            raise SnapshotError(f"{self.path}: no such file; check the path") from None
+        except OSError as exc:
+            raise SnapshotError(f"{self.path}: not a readable HDF5 file (truncated or corrupt: "
+                                f"{exc})") from None
+        f = self._file
+        if f.attrs.get("format") != FORMAT:
+            self.close()
+            raise SnapshotError(f"{self.path}: an HDF5 file but not a galaxyview archive")
+        version = int(f.attrs.get("format_version", 0))
+        if version > FORMAT_VERSION:
+            self.close()
+            raise SnapshotError(f"{self.path}: archive format {version} is newer than this "
+                                f"galaxyview reads ({FORMAT_VERSION}); update galaxyview")
+        self._names = sorted(f["snapshots"]) if "snapshots" in f else []
+        run = f["run"].attrs if "run" in f else {}
+        units = (UnitSystem(float(run["length_kpc"]), float(run["mass_msun"]))
+                 if "length_kpc" in run else None)
+        toml = f["run/scene_toml"][()] if "run/scene_toml" in f else None
+        self.run = RunInfo(str(run.get("name", "")), str(run.get("engine", "")),
+                           str(run.get("device", "")), str(run.get("gravity", "tree")), units,
+                           toml.decode() if isinstance(toml, bytes) else toml)
+        self.version = str(f.attrs.get("galaxyview_version", "?"))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __getitem__(self, index: int) -> ExactState:
+        count = len(self._names)
+        if not -count <= index < count:
+            raise SnapshotError(f"{self.path}: snapshot {index} does not exist; the archive "
+                                f"holds {count}" + (f" (0..{count - 1})" if count else ""))
+        name = self._names[index]
+        try:
+            return _read_snapshot(self._file["snapshots"][name])
+        except (KeyError, ValueError, TypeError, OSError) as exc:
+            raise SnapshotError(f"{self.path}: snapshot {name} is incomplete or corrupt "
+                                f"({exc})") from None
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def times(self) -> np.ndarray:
+        return np.array([self._file["snapshots"][k].attrs["time"] for k in self._names])
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _read_snapshot(g) -> ExactState:
+    a = g.attrs
+    raw = json.loads(a["params"])
+    known = {f.name for f in dataclasses.fields(Params)}
+    params = Params(**{k: v for k, v in raw.items() if k in known})
+    state = ParticleState(g["pos"][()], g["vel"][()], g["mass"][()], g["component"][()],
+                          g["galaxy"][()], float(a["time"]), radius=g["radius"][()])
+    exact = g["exact"] if "exact" in g else {}
+    acc = exact["acc"][()] if "acc" in exact else g["acc"][()] if "acc" in g else None
+    pot = exact["pot"][()] if "pot" in exact else g["pot"][()] if "pot" in g else None
+    saved = {k: v[()] for k, v in g["integrator"].items()} if "integrator" in g else {}
+    if "integrator" in g:
+        saved.update({k: (v.item() if isinstance(v, np.generic) else v)
+                      for k, v in g["integrator"].attrs.items()})
+    return ExactState(state, str(a.get("engine", "file")), str(a.get("gravity", "tree")),
+                      params, exact["pos"][()] if "pos" in exact else None,
+                      exact["vel"][()] if "vel" in exact else None, acc, pot,
+                      int(a.get("steps", 0)), saved)

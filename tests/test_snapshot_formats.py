@@ -1,0 +1,211 @@
+"""Snapshot formats: galaxyview HDF5, Tipsy with its companion files (read back by pynbody),
+Gadget binary and Gadget / SWIFT HDF5 written by hand here (independent writers)."""
+import struct
+
+import h5py
+import numpy as np
+import pytest
+
+from galaxyview.errors import SnapshotError
+from galaxyview.model.exact import ExactState
+from galaxyview.model.params import Params
+from galaxyview.model.state import Component, ParticleState
+from galaxyview.model.tipsy import save_state
+from galaxyview.model.units import UnitSystem
+from galaxyview.snapshots import archive, read
+from galaxyview.snapshots.gadget import KPC_CM, MSUN_G
+
+
+def mixed_state(n=40, seed=3):
+    rng = np.random.default_rng(seed)
+    comp = rng.choice([Component.DISK, Component.BULGE, Component.HALO, Component.BLACK_HOLE],
+                      n).astype(np.uint8)
+    return ParticleState(rng.normal(size=(n, 3)), rng.normal(size=(n, 3)),
+                         rng.uniform(0.1, 1, n), comp, rng.integers(0, 3, n), time=1.25,
+                         radius=rng.uniform(0, 0.01, n))
+
+
+def test_native_round_trip_is_exact(tmp_path):
+    state = mixed_state()
+    rng = np.random.default_rng(0)
+    exact = ExactState(state, "cpu", "tree", Params(dt=0.1, eps=0.1, theta=0.6),
+                       state.pos.astype(np.float64) + 1e-12, rng.normal(size=(state.n, 3)),
+                       rng.normal(size=(state.n, 3)), rng.normal(size=state.n), steps=7,
+                       integrator={"levels": np.arange(state.n), "dt_max": 0.25, "tag": "x"})
+    units = UnitSystem(2.0, 3e10)
+    path = archive.save_exact(tmp_path / "s.h5", exact, archive.RunInfo("m", "cpu", units=units,
+                                                                        scene_toml="[scene]"))
+    snap = read(path)
+    assert snap.format == "galaxyview" and snap.count == 1 and snap.units == units
+    assert snap.params["dt"] == 0.1 and snap.params["eps"] == 0.1 and snap.run.scene_toml
+    back = snap.exact
+    for name in ("pos", "vel", "acc", "pot"):
+        assert getattr(back, name).dtype == np.float64
+        assert np.array_equal(getattr(back, name), getattr(exact, name)), name
+    for name in ("pos", "vel", "mass", "radius", "component", "galaxy"):
+        assert np.array_equal(getattr(back.state, name), getattr(state, name)), name
+    assert back.steps == 7 and back.state.time == 1.25
+    assert np.array_equal(back.integrator["levels"], np.arange(state.n))
+    assert back.integrator["dt_max"] == 0.25 and back.integrator["tag"] == "x"
+    with h5py.File(path) as f:  # readable without galaxyview
+        assert f["snapshots/000000/pos"].dtype == np.float32
+        assert np.array_equal(f["snapshots/000000/ids"][()], np.arange(state.n))
+
+
+def test_archive_refuses_overwrite_and_names_missing_index(tmp_path):
+    state = mixed_state(5)
+    path = archive.save_exact(tmp_path / "a.h5", ExactState.of_state(state), archive.RunInfo())
+    with pytest.raises(SnapshotError, match="already exists"):
+        archive.save_exact(path, ExactState.of_state(state), archive.RunInfo())
+    with pytest.raises(SnapshotError, match="snapshot 3 does not exist; the archive holds 1"):
+        read(path, index=3)
+
+
+def test_tipsy_companions_carry_components_units_and_params(tmp_path):
+    state = mixed_state()
+    units = UnitSystem(3.5, 1e10)
+    params = Params(dt=0.1, eps=0.1, theta=0.6)
+    path = save_state(tmp_path / "run.tipsy", state, params, units=units)
+    snap = read(path)
+    assert snap.format == "tipsy" and snap.units == units
+    assert snap.params["dt"] == 0.1 and snap.params["eps"] == 0.1
+    assert snap.params["theta"] == 0.6 and snap.params["integrator"] == "leapfrog"
+    halo = state.component == Component.HALO
+    order = np.concatenate([np.flatnonzero(halo), np.flatnonzero(~halo)])
+    for name in ("component", "galaxy", "radius", "pos"):
+        assert np.array_equal(getattr(snap.state, name), getattr(state, name)[order]), name
+
+
+def test_pynbody_sees_our_arrays_not_metallicities(tmp_path):
+    pynbody = pytest.importorskip("pynbody")
+    state = mixed_state()
+    path = save_state(tmp_path / "run.tipsy", state, Params(dt=0.1, eps=0.1),
+                      units=UnitSystem(1.0, 1e10))
+    s = pynbody.load(str(path))
+    assert np.all(s.s["metals"] == 0) and np.all(s.s["tform"] == 0)
+    halo = state.component == Component.HALO
+    order = np.concatenate([np.flatnonzero(halo), np.flatnonzero(~halo)])
+    assert np.array_equal(np.asarray(s["component"]), state.component[order])
+    assert np.array_equal(np.asarray(s["galaxy"]), state.galaxy[order])
+    # units from the .param file: 1 kpc, 1e10 Msun
+    mass = s["mass"].in_units("Msol")
+    assert np.allclose(mass, state.mass[order] * 1e10, rtol=1e-6)
+    assert np.allclose(s["pos"].in_units("kpc"), state.pos[order], rtol=1e-6)
+
+
+def gadget_binary(path, npart, pos, vel, ids, masses, massarr, time, fmt=1, order="<"):
+    """A Gadget-2 snapshot written with struct, as Gadget's io.c lays it out."""
+    header = struct.pack(order + "6i6d2d2i6I2i4d", *npart, *massarr, time, 0.0, 0, 0, *npart,
+                         0, 1, 0.0, 0.0, 0.0, 1.0)
+    header += b"\0" * (256 - len(header))
+    out = b""
+    for label, payload in (("HEAD", header), ("POS ", pos.astype(order + "f4").tobytes()),
+                           ("VEL ", vel.astype(order + "f4").tobytes()),
+                           ("ID  ", ids.astype(order + "u4").tobytes()),
+                           ("MASS", masses.astype(order + "f4").tobytes())):
+        if label == "MASS" and not len(masses):
+            continue
+        if fmt == 2:
+            out += struct.pack(order + "i4sii", 8, label.encode(), len(payload) + 8, 8)
+        out += struct.pack(order + "i", len(payload)) + payload + struct.pack(order + "i",
+                                                                             len(payload))
+    path.write_bytes(out)
+    return path
+
+
+@pytest.mark.parametrize("fmt, order", [(1, "<"), (1, ">"), (2, "<")])
+def test_gadget_binary(tmp_path, fmt, order):
+    rng = np.random.default_rng(1)
+    npart = [0, 6, 4, 0, 0, 1]  # halo with a fixed mass, disk with masses, one black hole
+    n = sum(npart)
+    pos, vel = rng.normal(size=(n, 3)), rng.normal(size=(n, 3)) * 200  # kpc, km/s
+    masses = rng.uniform(0.01, 0.02, 5)  # the disk's four and the black hole's
+    path = gadget_binary(tmp_path / "snap_000", npart, pos, vel, np.arange(n), masses,
+                         [0, 0.05, 0, 0, 0, 0], 0.5, fmt, order)
+    snap = read(path)
+    assert snap.format == "gadget-binary"
+    s, u = snap.state, snap.units
+    assert u.length_kpc == pytest.approx(1.0, rel=1e-6)
+    assert u.mass_msun == pytest.approx(1e10, rel=1e-3)
+    assert list(s.component) == [Component.HALO] * 6 + [Component.DISK] * 4 + [
+        Component.BLACK_HOLE]
+    assert np.allclose(s.pos, pos, rtol=1e-6)
+    assert np.allclose(s.mass, np.r_[[0.05] * 6, masses], rtol=1e-6)
+    assert np.allclose(s.vel * u.velocity_kms, vel, rtol=1e-5)  # km/s -> N-body and back
+    # 0.5 Gadget time units (kpc / (km/s) = 977.8 Myr)
+    assert s.time * u.time_myr == pytest.approx(0.5 * KPC_CM / 1e5 / 3.15576e13, rel=1e-3)
+
+
+def test_gadget_binary_truncated(tmp_path):
+    rng = np.random.default_rng(1)
+    path = gadget_binary(tmp_path / "snap", [0, 3, 0, 0, 0, 0], rng.normal(size=(3, 3)),
+                         rng.normal(size=(3, 3)), np.arange(3), np.zeros(0), [0, 1, 0, 0, 0, 0],
+                         0.0)
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(SnapshotError, match="truncated Gadget file"):
+        read(path)
+
+
+def test_gadget4_and_swift_hdf5(tmp_path):
+    rng = np.random.default_rng(2)
+    pos1, vel1 = rng.normal(size=(5, 3)), rng.normal(size=(5, 3)) * 100
+    pos2, vel2 = rng.normal(size=(3, 3)), rng.normal(size=(3, 3)) * 100
+    unit_len, unit_mass = 3.0e21 * 2, 1.989e43  # 2 kpc-ish, 1e10 Msun
+    path = tmp_path / "snapshot_000.hdf5"
+    with h5py.File(path, "w") as f:
+        h = f.create_group("Header")
+        h.attrs["NumPart_ThisFile"] = np.array([0, 5, 3, 0, 0, 0], np.int32)
+        h.attrs["MassTable"] = np.array([0, 0.5, 0, 0, 0, 0])
+        h.attrs["Time"] = 2.0
+        h.attrs["NumFilesPerSnapshot"] = 1
+        p = f.create_group("Parameters")
+        p.attrs["UnitLength_in_cm"] = unit_len
+        p.attrs["UnitMass_in_g"] = unit_mass
+        p.attrs["UnitVelocity_in_cm_per_s"] = 1e5
+        p.attrs["ComovingIntegrationOn"] = 0
+        g = f.create_group("PartType1")
+        g["Coordinates"], g["Velocities"] = pos1, vel1
+        g = f.create_group("PartType2")
+        g["Coordinates"], g["Velocities"], g["Masses"] = pos2, vel2, [0.1, 0.2, 0.3]
+    snap = read(path)
+    assert snap.format == "gadget-hdf5"
+    s, u = snap.state, snap.units
+    assert u.length_kpc == pytest.approx(unit_len / KPC_CM)
+    assert u.mass_msun == pytest.approx(unit_mass / MSUN_G)
+    assert np.allclose(s.pos, np.r_[pos1, pos2], rtol=1e-6)
+    assert np.allclose(s.mass, [0.5] * 5 + [0.1, 0.2, 0.3])
+    assert np.allclose(s.vel * u.velocity_kms, np.r_[vel1, vel2], rtol=1e-5)
+    assert list(s.component) == [Component.HALO] * 5 + [Component.DISK] * 3
+
+    swift = tmp_path / "swift.hdf5"
+    with h5py.File(swift, "w") as f:
+        h = f.create_group("Header")
+        h.attrs["NumPart_ThisFile"] = np.array([0, 5, 0, 0, 0, 0, 0], np.int64)
+        h.attrs["Time"] = [0.0]
+        units = f.create_group("Units")
+        units.attrs["Unit length in cgs (U_L)"] = [KPC_CM * 1000]  # Mpc
+        units.attrs["Unit mass in cgs (U_M)"] = [MSUN_G * 1e10]
+        units.attrs["Unit time in cgs (U_t)"] = [KPC_CM * 1000 / 1e5]  # velocity: km/s
+        g = f.create_group("PartType1")
+        g["Coordinates"], g["Velocities"], g["Masses"] = pos1, vel1, np.ones(5)
+    snap = read(swift)
+    assert snap.units.length_kpc == pytest.approx(1000)
+    assert np.allclose(snap.state.vel * snap.units.velocity_kms, vel1, rtol=1e-5)
+
+
+def test_split_and_unknown_files_say_what_is_accepted(tmp_path):
+    path = tmp_path / "part.0.hdf5"
+    with h5py.File(path, "w") as f:
+        f.create_group("Header").attrs["NumFilesPerSnapshot"] = 4
+        f.create_group("PartType1")
+    with pytest.raises(SnapshotError, match="split into 4"):
+        read(path)
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["x"] = [1, 2]
+    junk = tmp_path / "junk.dat"
+    junk.write_bytes(bytes(range(256)) * 3)
+    for bad in (other, junk):
+        with pytest.raises(SnapshotError) as info:
+            read(bad)
+        assert "Gadget-2/3 binary" in str(info.value) and "Tipsy" in str(info.value)
