@@ -19,6 +19,7 @@ class HudInfo:
     engine: str = ""
     path: str = ""  # how positions reach the GL buffer
     modules: str = ""  # modules_line() of the engine
+    blocks: str = ""  # blocks_line() of block time steps, if the integrator has them
     playing: bool = False
     recording: bool = False
 
@@ -26,6 +27,14 @@ class HudInfo:
 def modules_line(modules: dict) -> str:
     """'integrator leapfrog · boundary open · collision none' from Engine.modules."""
     return " · ".join(f"{kind} {name}" for kind, name in modules.items())
+
+
+def blocks_line(ts) -> str:
+    """'block steps: 9 levels · 412 blocks a step · 0.81% active' from Engine.time_steps()."""
+    if ts is None:
+        return ""
+    return (f"block steps: {ts.levels} levels · {ts.block_steps:,} blocks a step · "
+            f"{100 * ts.active_fraction:.2f}% active")
 
 
 def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
@@ -39,7 +48,8 @@ def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
         draw_ms=canvas.draw_ms, n=engine.n, time=t,
         time_myr=t * units.time_myr if units else None, energy_error=session.energy_error,
         engine=engine.device_name, path=session.source.path,
-        modules=modules_line(engine.modules), playing=playing, recording=recording)
+        modules=modules_line(engine.modules),
+        blocks=blocks_line(f.time_steps) if f else "", playing=playing, recording=recording)
 
 
 def hud_text(info: HudInfo) -> str:
@@ -56,7 +66,8 @@ def hud_text(info: HudInfo) -> str:
         f"{de}   {state}",
         f"{info.engine} · {info.path}",
     ]
-    return "\n".join(lines + [info.modules] if info.modules else lines)
+    lines += [line for line in (info.modules, info.blocks) if line]
+    return "\n".join(lines)
 
 
 class Hud(QLabel):

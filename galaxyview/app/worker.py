@@ -34,6 +34,7 @@ class Frame:
     vertices: np.ndarray | None  # host upload path: the particle vertices; None on the GPU
     params: object  # the engine's Params now
     kind: str = "steps"  # the command: "steps", "params", "reset" or "measure"
+    time_steps: object = None  # engines.base.TimeSteps of an integrator with block steps
 
 
 class StepWorker(QThread):
@@ -121,4 +122,4 @@ class StepWorker(QThread):
             s = engine.state()
             vertices = host_vertices(s.pos, s.vel, s.component)
         return Frame(engine.steps_done, engine.time, step_ms, energy, vertices, engine.params,
-                     kind)
+                     kind, engine.time_steps())

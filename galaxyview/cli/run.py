@@ -175,6 +175,15 @@ def _report(result) -> None:
         value = getattr(result, key)
         text = f"{value:.3e}{note}" if value is not None else f"n/a: {reasons.get(key, '?')}"
         print(f"  {label} {text}")
+    for when, c in (("start", result.cluster_start), ("end", result.cluster_end)):
+        if c:
+            lag = ", ".join(f"{100 * float(f):g}% {r:.4g}" for f, r in c["lagrangian_radii"].items())
+            print(f"  cluster at the {when:5s}   core radius {c['core_radius']:.4g}; Lagrangian "
+                  f"radii {lag}")
+    if result.time_steps:
+        ts = result.time_steps
+        print(f"  block time steps       {ts['levels']} levels, {ts['block_steps']} blocks in the "
+              f"last step, {100 * ts['active_fraction']:.2f}% active on average")
     print(f"  time per step          {result.ms_per_step_median:.2f} ms (median); "
           f"wall {result.wall_s:.2f} s")
     if result.archive:

@@ -9,7 +9,8 @@ import numpy as np
 from galaxyview.engines.base import Engine
 from galaxyview.errors import GalaxyviewError
 from galaxyview.jobs.checkpoint import Checkpoints, Interrupt
-from galaxyview.model import diagnostics
+from galaxyview.model import cluster, diagnostics
+from galaxyview.model.state import Component
 
 
 @dataclass
@@ -40,9 +41,17 @@ class RunResult:
     steps_asked: int = 0
     saved: str | None = None  # where the last good state went after a stop
     reasons: dict | None = None  # why a value above is None (null in JSON)
+    cluster_start: dict | None = None  # star clusters: density centre, core and Lagrangian radii
+    cluster_end: dict | None = None
+    time_steps: dict | None = None  # block time steps of the last step (Hermite)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def is_cluster(state) -> bool:
+    """A star cluster (every particle a star): `run` reports its core and Lagrangian radii."""
+    return bool(state.n > 1 and np.all(state.component == Component.STAR))
 
 
 def _momenta(state):
@@ -107,6 +116,14 @@ def run(engine: Engine, name: str, steps: int, progress=None, time_unit_myr=None
                                         "angular_momentum_drift"), f"no valid end state: {exc}")
         return result
     p1, l1, _, _ = _momenta(end)
+    if is_cluster(start):
+        result.cluster_start = cluster.structure(start.pos, start.mass).as_dict()
+        result.cluster_end = cluster.structure(end.pos, end.mass).as_dict()
+    ts = engine.time_steps()
+    if ts is not None:
+        result.time_steps = {"levels": ts.levels, "block_steps": ts.block_steps,
+                             "active_fraction": ts.active_fraction,
+                             "counts": {int(k): int(c) for k, c in enumerate(ts.counts) if c}}
     result.energy_end = float(e1)
     result.momentum_drift = float(np.linalg.norm(p1 - p0) / p_scale)
     result.angular_momentum_drift = float(np.linalg.norm(l1 - l0) / l_scale)

@@ -1,8 +1,10 @@
 """Scene files: TOML descriptions of initial conditions, fully validated before any work.
 
   [scene]  name, description, seed, n_cpu, n_gpu
-  [units]  optional: length_kpc, mass_1e10msun (without it: N-body units)
-  [params] optional: theta, dt, eps (N-body units; defaults from Params); integrator,
+  [units]  optional: length_kpc or length_pc, mass_1e10msun or mass_msun (without it: N-body
+           units)
+  [params] optional: theta, dt, eps, eta, block_levels (N-body units; defaults from Params);
+           integrator,
            boundary, collision (physics modules by name)
   [model]  type = "<registered model>" plus that model's own keys
 docs/scene-format.md describes the format for users and model writers.
@@ -18,7 +20,7 @@ import numpy as np
 
 from galaxyview.errors import GalaxyviewError, ParameterError, SceneError
 from galaxyview.model import ics, tipsy
-from galaxyview.model.params import (EPS_MAX, MODULE_KINDS, THETA_MAX, Params,
+from galaxyview.model.params import (BLOCK_LEVELS_MAX, EPS_MAX, MODULE_KINDS, THETA_MAX, Params,
                                      check_module_name)
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
@@ -101,12 +103,23 @@ def parse_scene(data: dict, source: str | Path) -> Scene:
 
 
 def _units(table: Table | None) -> UnitSystem | None:
+    """length_kpc or length_pc, mass_1e10msun or mass_msun (one of each pair; galaxies use
+    the first, star clusters the second)."""
     if table is None:
         return None
-    length = table.number("length_kpc", 1.0, lo=0, lo_open=True)
-    mass = table.number("mass_1e10msun", 1.0, lo=0, lo_open=True)
+    length = _one_of(table, "length_kpc", "length_pc", 1e-3)
+    mass = _one_of(table, "mass_1e10msun", "mass_msun", 1e-10)
     table.finish()
     return UnitSystem(length_kpc=length, mass_msun=mass * 1e10)
+
+
+def _one_of(table: Table, key: str, other: str, scale: float) -> float:
+    """table[key], or table[other] * scale; 1 when neither is given; both is an error."""
+    a = table.number(key, None, lo=0, lo_open=True)
+    b = table.number(other, None, lo=0, lo_open=True)
+    if a is not None and b is not None:
+        raise table.error(other, b, f"give {key} or {other}, not both")
+    return a if a is not None else (b * scale if b is not None else 1.0)
 
 
 def _params(table: Table | None) -> Params:
@@ -116,6 +129,8 @@ def _params(table: Table | None) -> Params:
     theta = table.number("theta", default.theta, lo=0, hi=THETA_MAX, lo_open=True)
     dt = table.number("dt", default.dt, lo=0, lo_open=True)
     eps = table.number("eps", default.eps, lo=0, hi=EPS_MAX)
+    eta = table.number("eta", default.eta, lo=0, hi=1, lo_open=True)
+    levels = table.integer("block_levels", default.block_levels, lo=0, hi=BLOCK_LEVELS_MAX)
     names = {}
     for kind in MODULE_KINDS:
         name = table.string(kind, getattr(default, kind))
@@ -124,7 +139,7 @@ def _params(table: Table | None) -> Params:
         except ParameterError as exc:
             raise table.error(kind, name, str(exc)) from None
     table.finish()
-    return default.with_(theta=theta, dt=dt, eps=eps, **names)
+    return default.with_(theta=theta, dt=dt, eps=eps, eta=eta, block_levels=levels, **names)
 
 
 # -- finding and loading ------------------------------------------------------------------------
