@@ -10,6 +10,25 @@
 #define HF_THREADS 256
 #define HF_PART 7  // ax ay az jx jy jz pot
 #define HF_RUN 32  // terms summed in plain float32 before they join the compensated sums
+// The block schedule lives on the device (long long words), so the host queues block steps
+// without waiting: herm_schedule writes the next block time, its lowest level and size and
+// the force kernel's shape; the other kernels read them.
+#define SC_T 0        // the current tick
+#define SC_TNEXT 1    // the block's tick
+#define SC_KMIN 2     // levels >= KMIN are active
+#define SC_NACT 3     // active particles (0: the engine step is over, kernels do nothing)
+#define SC_W 4        // lanes per i-particle
+#define SC_IBLOCKS 5
+#define SC_SLICES 6   // j-slices
+#define SC_JSLICE 7   // j-particles a slice
+#define SC_STRIDE 8   // slots a slice in the partial sums
+#define SC_TEND 9     // 2^L: the end of the engine step
+#define SC_BLOCKS 10  // block steps done in this engine step
+#define SC_ACTIVE 11  // active particles summed over them
+#define SC_SHARED 12  // 1: every particle on the finest level in use (a shared step)
+#define SC_EQUAL 13   // the level all take this block (shared), else -1
+#define SC_TARGET 14  // thread blocks that fill the device
+#define SC_WORDS 16
 
 __device__ __forceinline__ float4 ds_split(double x, double y, double z, float w, float4* lo)
 {
@@ -35,15 +54,19 @@ extern "C" __global__ void herm_init(const float4* __restrict__ pos, const float
 // Predict every particle to tick t: double-single positions (pj, pl) and float velocities;
 // those on levels >= kmin join the active block (act, counted in nact, which the kernel that
 // consumes the block zeroes again). Slot order is free: no result depends on it.
-extern "C" __global__ void herm_predict(int n, long long t, double tick, int kmin,
+extern "C" __global__ void herm_predict(int n, const long long* __restrict__ sc, double tick,
                                         const double* __restrict__ x, const double* __restrict__ v,
                                         const double* __restrict__ a, const double* __restrict__ j,
                                         const long long* __restrict__ tl,
-                                        const int* __restrict__ lev, float4* __restrict__ pj,
+                                        int* __restrict__ lev, float4* __restrict__ pj,
                                         float4* __restrict__ pl, float4* __restrict__ pv,
                                         int* __restrict__ act, int* __restrict__ nact)
 {
+    if (sc[SC_NACT] == 0) return;
+    const long long t = sc[SC_TNEXT];
+    const int kmin = (int)sc[SC_KMIN], equal = (int)sc[SC_EQUAL];
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        if (equal >= 0) lev[i] = equal;
         const double tau = (double)(t - tl[i]) * tick, t2 = 0.5 * tau, t3 = tau / 3.0;
         double xp[3], vp[3];
         for (int k = 0; k < 3; k++) {
@@ -62,16 +85,21 @@ extern "C" __global__ void herm_predict(int n, long long t, double tick, int kmi
 // Partial a, j and potential (without G) of active slots against the j-slice blockIdx.y of
 // `jslice` particles. part[(c * nslices + slice) * stride + slot].
 extern "C" __global__ void __launch_bounds__(HF_THREADS)
-herm_forces(int nact, const int* __restrict__ act, int n, const float4* __restrict__ pj,
-            const float4* __restrict__ pl, const float4* __restrict__ pv, int W, int jslice,
-            float eps2, int stride, double* __restrict__ part)
+herm_forces(const long long* __restrict__ sc, const int* __restrict__ act, int n,
+            const float4* __restrict__ pj, const float4* __restrict__ pl,
+            const float4* __restrict__ pv, float eps2, double* __restrict__ part)
 {
     __shared__ float4 sh[3][HF_THREADS];
+    const int nact = (int)sc[SC_NACT], W = (int)sc[SC_W], iblocks = (int)sc[SC_IBLOCKS];
+    const int nslices = (int)sc[SC_SLICES], jslice = (int)sc[SC_JSLICE];
+    const int stride = (int)sc[SC_STRIDE];
     const int ni = HF_THREADS / W, ii = threadIdx.x / W, w = threadIdx.x % W;
-    const int slot = blockIdx.x * ni + ii;
+    for (int vb = blockIdx.x; vb < (nact ? iblocks * nslices : 0); vb += gridDim.x) {
+    const int ib = vb % iblocks, slice = vb / iblocks;
+    const int slot = ib * ni + ii;
     const int i = act[min(slot, nact - 1)];
     const float4 hi = pj[i], lo = pl[i], vi = pv[i];
-    const int j0 = blockIdx.y * jslice, j1 = min(n, j0 + jslice);
+    const int j0 = slice * jslice, j1 = min(n, j0 + jslice);
     float sum[HF_PART] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};  // Kahan sums of the runs
     float err[HF_PART] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     for (int base = j0; base < j1; base += HF_THREADS) {
@@ -118,7 +146,8 @@ herm_forces(int nact, const int* __restrict__ act, int n, const float4* __restri
             tot[c] += __shfl_down_sync(0xffffffffu, tot[c], off, W);
     }
     if (w == 0 && slot < nact)
-        for (int c = 0; c < HF_PART; c++) part[(c * gridDim.y + blockIdx.y) * stride + slot] = tot[c];
+        for (int c = 0; c < HF_PART; c++) part[(c * nslices + slice) * stride + slot] = tot[c];
+    }
 }
 
 // a, j and potential of slot s from the slices, summed by the 32 lanes of a warp (every lane
@@ -178,6 +207,48 @@ extern "C" __global__ void herm_first(int nact, const int* __restrict__ act, int
     }
 }
 
+// The next block after sc[SC_T] from the level counts (one thread): its tick, lowest active
+// level and size, and the force kernel's shape (as hermite_gpu.launch_shape); NACT = 0 once
+// the engine step's end is reached. Shared steps first move every particle to the finest
+// level in use.
+extern "C" __global__ void herm_schedule(long long* __restrict__ sc, int* __restrict__ counts,
+                                         int n, int L)
+{
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    const long long t = sc[SC_T];
+    sc[SC_EQUAL] = -1;
+    if (t >= sc[SC_TEND]) { sc[SC_NACT] = 0; return; }
+    if (sc[SC_SHARED]) {
+        int fine = 0;
+        for (int k = 0; k <= L; k++) if (counts[k]) fine = k;
+        if (counts[fine] != n) {
+            for (int k = 0; k <= L; k++) counts[k] = 0;
+            counts[fine] = n;
+            sc[SC_EQUAL] = fine;
+        }
+    }
+    long long tnext = 0;
+    for (int k = 0; k <= L; k++) {
+        if (!counts[k]) continue;
+        const long long d = 1ll << (L - k), tk = (t / d + 1) * d;
+        if (tnext == 0 || tk < tnext) tnext = tk;
+    }
+    const int kmin = max(0, L - (__ffsll(tnext) - 1));
+    long long nact = 0;
+    for (int k = kmin; k <= L; k++) nact += counts[k];
+    int w = 1;
+    while (w < 32 && w * nact < HF_THREADS) w *= 2;
+    const long long ni = HF_THREADS / w, iblocks = (nact + ni - 1) / ni;
+    const long long target = sc[SC_TARGET], tiles = (n + HF_THREADS - 1) / HF_THREADS;
+    const long long slices = max(1ll, min((target + iblocks - 1) / iblocks, tiles));
+    long long jslice = (n + slices - 1) / slices;
+    jslice = (jslice + HF_THREADS - 1) / HF_THREADS * HF_THREADS;
+    sc[SC_TNEXT] = tnext; sc[SC_KMIN] = kmin; sc[SC_NACT] = nact; sc[SC_W] = w;
+    sc[SC_IBLOCKS] = iblocks; sc[SC_SLICES] = (n + jslice - 1) / jslice; sc[SC_JSLICE] = jslice;
+    sc[SC_STRIDE] = iblocks * ni;
+    sc[SC_BLOCKS] += 1; sc[SC_ACTIVE] += nact;
+}
+
 // Levels occupied: counts[k] (counts zeroed before).
 extern "C" __global__ void herm_count(int n, const int* __restrict__ lev, int* __restrict__ counts)
 {
@@ -194,16 +265,22 @@ extern "C" __global__ void herm_shift(int n, int shift, int to, int L, int* __re
 
 // Correct the active block at tick t (Hut, Makino & McMillan 1995) and give each particle its
 // next level from Aarseth's criterion (halved as often as needed, doubled when t allows).
-extern "C" __global__ void herm_correct(int nact, const int* __restrict__ act, int nslices,
-                                        int stride, const double* __restrict__ part, double G,
-                                        double eps2, long long t, double tick, double eta, int L,
+extern "C" __global__ void herm_correct(long long* __restrict__ sc, const int* __restrict__ act,
+                                        const double* __restrict__ part, double G, double tick,
+                                        double eta, int L,
                                         const float4* __restrict__ pj, double* __restrict__ x,
                                         double* __restrict__ v, double* __restrict__ a,
                                         double* __restrict__ j, long long* __restrict__ tl,
                                         int* __restrict__ lev, int* __restrict__ counts,
                                         int* __restrict__ nactc)
 {
-    if (blockIdx.x == 0 && threadIdx.x == 0) *nactc = 0;
+    const int nact = (int)sc[SC_NACT], nslices = (int)sc[SC_SLICES];
+    const int stride = (int)sc[SC_STRIDE];
+    const long long t = sc[SC_TNEXT];
+    if (blockIdx.x == 0 && threadIdx.x == 0) {  // no kernel here reads SC_T
+        *nactc = 0;
+        if (nact) sc[SC_T] = t;
+    }
     FOR_SLOTS(s, nact) {
         const int i = act[s];
         double a1[3], j1[3], pot, a2[3], a3[3];

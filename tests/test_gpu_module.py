@@ -24,9 +24,9 @@ EXPECTED = {
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
 }
 HERMITE = {
-    "herm_init": "PPiPPPP", "herm_predict": "iqdiPPPPPPPPPPP",
-    "herm_forces": "iPiPPPiifiP", "herm_first": "iPiiPddPPPiddiPP", "herm_count": "iPP",
-    "herm_shift": "iiiiP", "herm_correct": "iPiiPddqddiPPPPPPPPP", "herm_store": "iPiiPddPPPPPPPP",
+    "herm_init": "PPiPPPP", "herm_predict": "iPdPPPPPPPPPPP", "herm_forces": "PPiPPPfP",
+    "herm_first": "iPiiPddPPPiddiPP", "herm_schedule": "PPii", "herm_count": "iPP",
+    "herm_shift": "iiiiP", "herm_correct": "PPPdddiPPPPPPPPP", "herm_store": "iPiiPddPPPPPPPP",
 }
 
 

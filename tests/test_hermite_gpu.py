@@ -51,7 +51,8 @@ def test_every_active_block_size_gives_the_same_forces(n):
         with eng.activate():
             full = download(integ, "a")
             integ._cuda.memcpy_htod(integ._d["act"], np.arange(n, dtype=np.int32))
-            integ._launch_forces(n, 0.001 ** 2)
+            integ._set_block(0, n)
+            integ._launch_forces(0.001 ** 2)
             integ._launch_first(set_levels=False, n_act=n)
             part = download(integ, "a")
     finally:
@@ -81,6 +82,7 @@ def test_gpu_follows_the_cpu_hermite(integrator):
     assert dx < 1e-4
     assert deg < 1e-6 and dec < 1e-6
     assert abs(tc.block_steps - tg.block_steps) <= max(2, tc.block_steps // 10)
+    assert np.count_nonzero(tg.counts) == np.count_nonzero(tc.counts)
     assert sg.time == pytest.approx(0.25)
 
 

@@ -16,6 +16,11 @@ from galaxyview.engines.modules import Integrator
 THREADS = 256
 BLOCKS_PER_SM = 8  # the force kernel is sized to fill the device at 2048 threads an SM
 PART = 7  # ax ay az jx jy jz pot
+BATCH_MAX = 128  # block steps queued before the host looks at the schedule again
+# the device schedule's words (kernels/integrator_hermite.cu SC_*)
+(SC_T, SC_TNEXT, SC_KMIN, SC_NACT, SC_W, SC_IBLOCKS, SC_SLICES, SC_JSLICE, SC_STRIDE, SC_TEND,
+ SC_BLOCKS, SC_ACTIVE, SC_SHARED, SC_EQUAL, SC_TARGET) = range(15)
+SC_WORDS = 16
 
 
 def launch_shape(n_act: int, n: int, sms: int) -> tuple[int, int, int, int]:
@@ -80,101 +85,109 @@ class Hermite4(Integrator):
         self._count_levels()
 
     def step(self, dt: float) -> float:
+        """Block steps queued in batches without waiting (the schedule is on the device); the
+        host reads the schedule back once a batch to see whether the step has ended."""
         s, p = self.system, self.system.params
-        L, d, n = p.block_levels, self._d, s.n
+        L, d, n, sc = p.block_levels, self._d, s.n, self._sc
         if dt != self._dt or L != self._L:
             shift = int(np.ceil(np.log2(dt / self._dt) - 1e-12))
             s.launch("herm_shift", n, shift, -1, L, d["lev"])
             self._count_levels()
         tick, eps2, G = dt / (1 << L), float(p.eps) ** 2, float(p.G)
+        sc[:] = 0
+        sc[[SC_TEND, SC_SHARED, SC_EQUAL, SC_TARGET]] = (1 << L, int(self.shared), -1,
+                                                         self._target)
+        self._cuda.memcpy_htod(d["sc"], sc)
+        force_ms, batch, ev = 0.0, 4, self._ev
+        while True:
+            for b in range(batch):
+                s.launch("herm_schedule", d["sc"], d["counts"], n, L, grid=1)
+                s.launch("herm_predict", n, d["sc"], tick, d["x"], d["v"], d["a"], d["j"],
+                         d["tl"], d["lev"], d["pj"], d["pl"], d["pv"], d["act"], d["nact"])
+                ev[2 * b].record()
+                s.launch("herm_forces", d["sc"], d["act"], n, d["pj"], d["pl"], d["pv"], eps2,
+                         d["part"], grid=self._target)
+                ev[2 * b + 1].record()
+                s.launch("herm_correct", d["sc"], d["act"], d["part"], G, tick, float(p.eta),
+                         L, d["pj"], d["x"], d["v"], d["a"], d["j"], d["tl"], d["lev"],
+                         d["counts"], d["nact"], grid=self._target)
+            self._cuda.memcpy_dtoh_async(sc, d["sc"])
+            ev[-1].record()
+            ev[-1].synchronize()
+            force_ms += sum(ev[2 * b + 1].time_since(ev[2 * b]) for b in range(batch))
+            if sc[SC_NACT] == 0:
+                break
+            batch = min(2 * batch, BATCH_MAX)
+        self._read_counts()
+        if self.shared and np.count_nonzero(self.counts) > 1:  # the last block's new levels
+            s.launch("herm_shift", n, 0, int(np.flatnonzero(self.counts)[-1]), L, d["lev"])
+            self._count_levels()
         activity = blocks.Activity()
-        force_ms, pp = 0.0, 0
-        t = 0
-        while t < 1 << L:
-            t_next, k = blocks.next_block(t, self.counts, L)
-            n_act = int(self.counts[k:].sum())
-            self._predict(t_next, tick, k)
-            self._ev[0].record()
-            slices, stride = self._launch_forces(n_act, eps2)
-            self._ev[1].record()
-            s.launch("herm_correct", n_act, d["act"], slices, stride, d["part"], G, eps2, t_next,
-                     tick, float(p.eta), L, d["pj"], d["x"], d["v"], d["a"], d["j"], d["tl"],
-                     d["lev"], d["counts"], d["nact"], grid=self._warps(n_act))
-            self._read_counts()
-            if self.shared and np.count_nonzero(self.counts) > 1:
-                s.launch("herm_shift", n, 0, int(np.flatnonzero(self.counts)[-1]), L, d["lev"])
-                self._count_levels()
-            force_ms += self._ev[1].time_since(self._ev[0])
-            pp += n_act * n
-            activity.add(n_act)
-            t = t_next
-        self._forces_all(t, tick)
+        activity.blocks, activity.active = int(sc[SC_BLOCKS]), int(sc[SC_ACTIVE])
+        self._forces_all(1 << L, tick)
         self._store()
         self._dt, self._L, self._activity = dt, L, activity
-        s.account({"walk": force_ms}, pp)
+        s.account({"walk": force_ms}, activity.active * n)
         return dt
 
     # -- launches ------------------------------------------------------------------------------
     def _alloc(self, n: int) -> None:
         self.close()
         cuda = self._cuda
-        sms = self.system.multiprocessors
-        part_max = max(launch_shape(m, n, sms)[2] * -(-m // 8) * 8 for m in
-                       {1, 2, 8, 32, 64, 128, 256, 1024, n})
-        # the largest (slices x padded slots) over block sizes: checked again at each launch
-        self._part_cap = max(part_max, n) * 2
+        self._target = self.system.multiprocessors * BLOCKS_PER_SM
+        part_cap = self._target * THREADS + n + THREADS  # slices x slots, any block size
         sizes = {"x": 24, "v": 24, "a": 24, "j": 24, "tl": 8, "lev": 4, "act": 4,
                  "pj": 16, "pl": 16, "pv": 16}
         self._d = {k: cuda.mem_alloc(max(1, n) * b) for k, b in sizes.items()}
-        self._d["part"] = cuda.mem_alloc(8 * PART * self._part_cap)
+        self._d["part"] = cuda.mem_alloc(8 * PART * part_cap)
         self._d["counts"] = cuda.mem_alloc(4 * 64)
         self._d["nact"] = cuda.mem_alloc(4)
+        self._d["sc"] = cuda.mem_alloc(8 * SC_WORDS)
         cuda.memset_d32(self._d["nact"], 0, 1)
         self.counts = cuda.pagelocked_zeros(64, np.int32)
-        self._ev = [cuda.Event() for _ in range(3)]
-        self._shapes = {}  # n_act -> launch_shape
+        self._sc = cuda.pagelocked_zeros(SC_WORDS, np.int64)
+        self._ev = [cuda.Event() for _ in range(2 * BATCH_MAX + 1)]
 
     def _warps(self, n: int) -> int:
         """Blocks for a warp per active particle."""
-        return max(1, min(-(-n * 32 // THREADS), self.system.multiprocessors * 8))
+        return max(1, min(-(-n * 32 // THREADS), self._target))
 
-    def _predict(self, t: int, tick: float, kmin: int) -> None:
-        """All particles to tick t; those on levels >= kmin into the active block."""
-        d = self._d
-        self.system.launch("herm_predict", self.system.n, t, tick, kmin, d["x"], d["v"],
-                           d["a"], d["j"], d["tl"], d["lev"], d["pj"], d["pl"], d["pv"],
-                           d["act"], d["nact"])
-
-    def _launch_forces(self, n_act: int, eps2: float) -> tuple[int, int]:
-        s, d = self.system, self._d
-        shape = self._shapes.get(n_act)
-        if shape is None:
-            shape = self._shapes[n_act] = launch_shape(n_act, s.n, s.multiprocessors)
-        w, iblocks, slices, jslice = shape
+    def _set_block(self, t: int, n_act: int, into=None) -> tuple[int, int]:
+        """A block chosen by the host (all particles at t, or a benchmark's first n_act),
+        written as the device schedule (or into another schedule buffer); (slices, stride)
+        of its force launch."""
+        n = self.system.n
+        w, iblocks, slices, jslice = launch_shape(n_act, n, self.system.multiprocessors)
         stride = iblocks * (THREADS // w)
-        if slices * stride > self._part_cap:
-            self._d["part"].free()
-            self._part_cap = slices * stride
-            self._d["part"] = self._cuda.mem_alloc(8 * PART * self._part_cap)
-        s.launch("herm_forces", n_act, d["act"], s.n, d["pj"], d["pl"], d["pv"], w, jslice,
-                 eps2, stride, d["part"], grid=(iblocks, slices))
+        sc = np.zeros(SC_WORDS, np.int64)
+        sc[[SC_T, SC_TNEXT, SC_NACT, SC_W, SC_IBLOCKS, SC_SLICES, SC_JSLICE, SC_STRIDE,
+            SC_EQUAL, SC_TARGET]] = (t, t, n_act, w, iblocks, slices, jslice, stride, -1,
+                                     self._target)
+        self._cuda.memcpy_htod(self._d["sc"] if into is None else into, sc)
         self._shape = (slices, stride)
         return slices, stride
 
+    def _launch_forces(self, eps2: float, sc=None) -> None:
+        s, d = self.system, self._d
+        s.launch("herm_forces", d["sc"] if sc is None else sc, d["act"], s.n, d["pj"], d["pl"], d["pv"], eps2,
+                 d["part"], grid=self._target)
+
     def _forces_all(self, t: int, tick: float) -> None:
         """a, j and potentials of every particle at tick t (all must be at t: no prediction)."""
-        p = self.system.params
-        self._predict(t, tick, 0)
-        self._launch_forces(self.system.n, float(p.eps) ** 2)
+        s, d = self.system, self._d
+        self._set_block(t, s.n)
+        s.launch("herm_predict", s.n, d["sc"], tick, d["x"], d["v"], d["a"], d["j"], d["tl"],
+                 d["lev"], d["pj"], d["pl"], d["pv"], d["act"], d["nact"])
+        self._launch_forces(float(s.params.eps) ** 2)
 
     def _launch_first(self, set_levels: bool, n_act: int | None = None) -> None:
         """a and j (and levels) from the last force launch, of its n_act (all) slots."""
         s, p, d = self.system, self.system.params, self._d
         slices, stride = self._shape
-        s.launch("herm_first", s.n if n_act is None else n_act, d["act"], slices, stride, d["part"], float(p.G),
+        m = s.n if n_act is None else n_act
+        s.launch("herm_first", m, d["act"], slices, stride, d["part"], float(p.G),
                  float(p.eps) ** 2, d["pj"], d["a"], d["j"], int(set_levels), float(p.dt),
-                 float(p.eta), p.block_levels, d["lev"], d["nact"],
-                 grid=self._warps(s.n if n_act is None else n_act))
+                 float(p.eta), p.block_levels, d["lev"], d["nact"], grid=self._warps(m))
 
     def _store(self) -> None:
         """The synchronised state and the forces of _forces_all into the engine's arrays."""
@@ -193,8 +206,8 @@ class Hermite4(Integrator):
 
     def _read_counts(self) -> None:
         self._cuda.memcpy_dtoh_async(self.counts, self._d["counts"])
-        self._ev[2].record()
-        self._ev[2].synchronize()
+        self._ev[-1].record()
+        self._ev[-1].synchronize()
 
     def close(self) -> None:
         for buf in getattr(self, "_d", {}).values():
@@ -227,16 +240,19 @@ def force_rates(engine, sizes, repeats: int = 20) -> list[tuple[int, float]]:
     out = []
     with engine.activate():
         cuda.memcpy_htod(d["act"], np.arange(n, dtype=np.int32))
+        busy_sc = cuda.mem_alloc(8 * SC_WORDS)
+        integ._set_block(0, busy, into=busy_sc)
         for m in sizes:
             m = min(int(m), n)
-            integ._launch_forces(m, eps2)  # warm-up (and buffers sized)
-            integ._launch_forces(busy, eps2)
+            integ._set_block(0, m)
+            integ._launch_forces(eps2)  # warm-up
             reps = repeats if m * n < 1e10 else 3
-            integ._launch_forces(busy, eps2)
+            integ._launch_forces(eps2, busy_sc)
             integ._ev[0].record()
             for _ in range(reps):
-                integ._launch_forces(m, eps2)
+                integ._launch_forces(eps2)
             integ._ev[1].record()
             integ._ev[1].synchronize()
             out.append((m, integ._ev[1].time_since(integ._ev[0]) / reps))
+        busy_sc.free()
     return out
