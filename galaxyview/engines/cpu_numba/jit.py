@@ -1,0 +1,33 @@
+"""numba, configured once: compiled kernels are cached on disk, threads follow threads.WORKERS.
+
+Importing this module imports numba (an ImportError where it is missing). numba keeps its
+cache in __pycache__ beside the sources when that is writable, else in the user's cache folder
+(~/.cache/numba or the platform's equivalent); NUMBA_CACHE_DIR overrides both.
+"""
+from __future__ import annotations
+
+import numba
+
+from galaxyview.engines.cpu import threads
+
+# fastmath for the force loops: reassociation (vectorised sums) and contraction (FMA), no
+# assumption that values are finite, so a NaN from a bad step still shows as NaN
+FAST = set({"reassoc", "contract", "arcp", "nsz", "afn"})
+
+
+def kernel(**options):
+    """numba.njit with the disk cache on and numpy's error model (no division checks)."""
+    return numba.njit(cache=True, nogil=True, error_model="numpy", **options)
+
+
+def use_threads() -> int:
+    """Set this calling thread's numba thread count from threads.WORKERS (numba's setting is
+    per calling thread) and return it."""
+    n = max(1, min(threads.WORKERS, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(n)
+    return n
+
+
+def parallel_chunks(size: int = 1):
+    """Context: parallel loops hand out `size` iterations at a time (dynamic schedule)."""
+    return numba.parallel_chunksize(size)
