@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from galaxyview.engines import create_engine, modules, resolve_backend
+from galaxyview.engines import create_engine, module_kind, modules, resolve_backend
 from galaxyview.engines.base import Engine
 from galaxyview.errors import EngineError, SceneError
 from galaxyview.model.params import Params
@@ -47,16 +47,16 @@ def open_simulation(source: str, backend: str = "auto", n: int | None = None,
     The scene's default particle count depends on the engine, so the backend is resolved first.
     integrator, boundary, collision: physics modules by name (default: the scene's).
     """
-    kind, why = resolve_backend(backend, device)
+    kind, _ = resolve_backend(backend, device)
     state, scene = load_initial_state(source, n, kind)
     name = scene.name if scene else Path(source).stem
     base = scene.params if scene else Params()
     units = scene.units if scene else None
     chosen = dict(integrator=integrator, boundary=boundary, collision=collision)
     params = base.with_(theta=theta, dt=dt, eps=eps, **chosen)
-    _check_modules(params, kind, scene, chosen)
-    engine, named = create_engine(kind, params, gravity=gravity, device=device)
-    why = named if kind == "gpu" else why  # the GPU's name, or why the CPU runs
+    _check_modules(params, module_kind(kind), scene, chosen)
+    # the backend as asked: auto falls back to the reference engine if the compiled one fails
+    engine, why = create_engine(backend, params, gravity=gravity, device=device)
     try:
         engine.load(state)
     except BaseException:

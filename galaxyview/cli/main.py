@@ -83,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "threads", None) is not None:  # commands with --backend take --threads
+            from galaxyview.engines import set_threads
+
+            set_threads(args.threads)
         if args.command == "view":
             from galaxyview.cli import view
 

@@ -1,4 +1,4 @@
-"""numba, configured once: compiled kernels are cached on disk, threads follow threads.WORKERS.
+"""numba, configured once: compiled kernels are cached on disk, threads follow threads.count().
 
 Importing this module imports numba (an ImportError where it is missing). numba keeps its
 cache in __pycache__ beside the sources when that is writable, else in the user's cache folder
@@ -20,10 +20,15 @@ def kernel(**options):
     return numba.njit(cache=True, nogil=True, error_model="numpy", **options)
 
 
+def thread_count() -> int:
+    """threads.count(), within what numba started (NUMBA_NUM_THREADS)."""
+    return max(1, min(threads.count(), numba.config.NUMBA_NUM_THREADS))
+
+
 def use_threads() -> int:
-    """Set this calling thread's numba thread count from threads.WORKERS (numba's setting is
-    per calling thread) and return it."""
-    n = max(1, min(threads.WORKERS, numba.config.NUMBA_NUM_THREADS))
+    """Set the calling thread's numba thread count (numba's setting is per calling thread)
+    to thread_count() and return it."""
+    n = thread_count()
     numba.set_num_threads(n)
     return n
 

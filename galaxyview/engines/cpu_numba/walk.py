@@ -26,66 +26,99 @@ _F0, _F1 = np.float32(0), np.float32(1)
 
 
 @kernel(fastmath=FAST)
-def _pp(x, y, z, m, sx, sy, sz, sm, n, eps2):
-    """acc and pot at (x, y, z) of a particle of mass m from the first n sources s* (which
-    hold the particle itself): float32 sums of BLOCK terms added in float64; pairs at r^2 = 0
-    left out (the own pair without softening), the own pair's potential taken off."""
-    ax = ay = az = ph = 0.0
+def _pp(x, y, z, u, v, w, sx, sy, sz, sm, n, eps2, out):
+    """Adds acc and pot at two points, (x, y, z) and (u, v, w), from the first n sources s*
+    into out[0:4] and out[4:8]: float32 sums of BLOCK terms added in float64. Pairs at r^2 = 0
+    are left out (a particle's own pair without softening)."""
     for j0 in range(0, n, BLOCK):
-        bx = by = bz = bp = _F0
+        ax = ay = az = ap = bx = by = bz = bp = _F0
         # unsigned indices: no negative-index wraparound, so contiguous SIMD loads
         for j in range(np.uint64(j0), np.uint64(min(j0 + BLOCK, n))):
+            m = sm[j]
             dx, dy, dz = sx[j] - x, sy[j] - y, sz[j] - z
             r2 = dx * dx + dy * dy + dz * dz + eps2
             ok = r2 > _F0
             inv = _F1 / np.sqrt(r2 if ok else _F1)
-            mr = sm[j] * inv if ok else _F0
+            mr = m * inv if ok else _F0
+            ap -= mr
+            mr3 = mr * inv * inv
+            ax += dx * mr3
+            ay += dy * mr3
+            az += dz * mr3
+            dx, dy, dz = sx[j] - u, sy[j] - v, sz[j] - w
+            r2 = dx * dx + dy * dy + dz * dz + eps2
+            ok = r2 > _F0
+            inv = _F1 / np.sqrt(r2 if ok else _F1)
+            mr = m * inv if ok else _F0
             bp -= mr
             mr3 = mr * inv * inv
             bx += dx * mr3
             by += dy * mr3
             bz += dz * mr3
-        ax += bx
-        ay += by
-        az += bz
-        ph += bp
-    if eps2 > _F0:  # the own pair: no force, potential -m/eps
-        ph += m / np.sqrt(np.float64(eps2))
-    return ax, ay, az, ph
+        out[0] += ax
+        out[1] += ay
+        out[2] += az
+        out[3] += ap
+        out[4] += bx
+        out[5] += by
+        out[6] += bz
+        out[7] += bp
 
 
 @kernel(fastmath=FAST)
-def _pc(x, y, z, cell, n, eps2):
-    """acc and pot at (x, y, z) from the first n cells: rows of `cell` are the centre of mass
-    (3), mass M, second moments Q (xx yy zz xy xz yz) and tr Q;
+def _pc(x, y, z, u, v, w, cell, n, eps2, out):
+    """Adds into out (as _pp) acc and pot at two points, (x, y, z) and (u, v, w), from the first n cells (two targets
+    a pass: independent sums and half the loads). Rows of `cell`: centre of mass (3), mass M,
+    second moments Q (xx yy zz xy xz yz), tr Q;
     phi = -M/r + trQ/(2 r^3) - 3 r.Q.r/(2 r^5), r = x - com, softened r^2 = |r|^2 + eps^2."""
     cx, cy, cz, cm, qt = cell[0], cell[1], cell[2], cell[3], cell[10]
     q0, q1, q2, q3, q4, q5 = cell[4], cell[5], cell[6], cell[7], cell[8], cell[9]
-    ax = ay = az = ph = 0.0
+    half, three, f15, f75 = np.float32(0.5), np.float32(3), np.float32(1.5), np.float32(7.5)
     for j0 in range(0, n, BLOCK):
-        bx = by = bz = bp = _F0
+        ax = ay = az = ap = bx = by = bz = bp = _F0
         for j in range(np.uint64(j0), np.uint64(min(j0 + BLOCK, n))):
+            m, trq = cm[j], qt[j]
+            xx, yy, zz, xy, xz, yz = q0[j], q1[j], q2[j], q3[j], q4[j], q5[j]
+            # first point
             rx, ry, rz = x - cx[j], y - cy[j], z - cz[j]
             inv = _F1 / np.sqrt(rx * rx + ry * ry + rz * rz + eps2)
             inv2 = inv * inv
             inv3 = inv * inv2
             inv5 = inv3 * inv2
-            qx = q0[j] * rx + q3[j] * ry + q4[j] * rz
-            qy = q3[j] * rx + q1[j] * ry + q5[j] * rz
-            qz = q4[j] * rx + q5[j] * ry + q2[j] * rz
+            qx = xx * rx + xy * ry + xz * rz
+            qy = xy * rx + yy * ry + yz * rz
+            qz = xz * rx + yz * ry + zz * rz
             rqr = rx * qx + ry * qy + rz * qz
-            m, trq = cm[j], qt[j]
-            bp += (np.float32(0.5) * trq * inv3 - m * inv) - np.float32(1.5) * rqr * inv5
-            s = np.float32(1.5) * trq * inv5 - m * inv3 - np.float32(7.5) * rqr * inv5 * inv2
-            q = np.float32(3) * inv5
+            ap += (half * trq * inv3 - m * inv) - f15 * rqr * inv5
+            s = f15 * trq * inv5 - m * inv3 - f75 * rqr * inv5 * inv2
+            q = three * inv5
+            ax += s * rx + q * qx
+            ay += s * ry + q * qy
+            az += s * rz + q * qz
+            # second point
+            rx, ry, rz = u - cx[j], v - cy[j], w - cz[j]
+            inv = _F1 / np.sqrt(rx * rx + ry * ry + rz * rz + eps2)
+            inv2 = inv * inv
+            inv3 = inv * inv2
+            inv5 = inv3 * inv2
+            qx = xx * rx + xy * ry + xz * rz
+            qy = xy * rx + yy * ry + yz * rz
+            qz = xz * rx + yz * ry + zz * rz
+            rqr = rx * qx + ry * qy + rz * qz
+            bp += (half * trq * inv3 - m * inv) - f15 * rqr * inv5
+            s = f15 * trq * inv5 - m * inv3 - f75 * rqr * inv5 * inv2
+            q = three * inv5
             bx += s * rx + q * qx
             by += s * ry + q * qy
             bz += s * rz + q * qz
-        ax += bx
-        ay += by
-        az += bz
-        ph += bp
-    return ax, ay, az, ph
+        out[0] += ax
+        out[1] += ay
+        out[2] += az
+        out[3] += ap
+        out[4] += bx
+        out[5] += by
+        out[6] += bz
+        out[7] += bp
 
 
 @kernel()
@@ -132,7 +165,9 @@ def _chunk(g0, g1, pos, mass, box, cells, r2open, child_begin, child_count, body
     stack = np.empty(STACK, np.int64)
     src = np.empty((4, 4096), np.float32)
     cell = np.empty((11, 2048), np.float32)
+    out = np.empty(8)
     pp = pc = 0
+    inv_eps = 1.0 / np.sqrt(np.float64(eps2)) if eps2 > _F0 else 0.0
     for g in range(g0, g1):
         while True:
             n_src, n_cell = _lists(box[g], cells, r2open, child_begin, child_count,
@@ -145,12 +180,15 @@ def _chunk(g0, g1, pos, mass, box, cells, r2open, child_begin, child_count, body
         pp += ng * n_src
         pc += ng * n_cell
         sx, sy, sz, sm = src[0], src[1], src[2], src[3]
-        for i in range(b, b + ng):
-            x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
-            ax, ay, az, ph = _pp(x, y, z, mass[i], sx, sy, sz, sm, n_src, eps2)
-            cx, cy, cz, cp = _pc(x, y, z, cell, n_cell, eps2)
-            acc[i, 0], acc[i, 1], acc[i, 2] = ax + cx, ay + cy, az + cz
-            pot[i] = ph + cp
+        for i in range(b, b + ng, 2):  # two particles a pass
+            i2 = min(i + 1, b + ng - 1)  # an odd last particle pairs with itself
+            x, y, z, u, v, w = pos[i, 0], pos[i, 1], pos[i, 2], pos[i2, 0], pos[i2, 1], pos[i2, 2]
+            out[:] = 0.0
+            _pp(x, y, z, u, v, w, sx, sy, sz, sm, n_src, eps2, out)
+            _pc(x, y, z, u, v, w, cell, n_cell, eps2, out)
+            for t, k in ((i, 0), (i2, 4)):
+                acc[t, 0], acc[t, 1], acc[t, 2] = out[k], out[k + 1], out[k + 2]
+                pot[t] = out[k + 3] + mass[t] * inv_eps  # the own pair's -m/eps taken off
     return pp, pc
 
 
