@@ -16,13 +16,14 @@ from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.engines.cpu_numba import build, jit, walk
 from galaxyview.errors import EngineError
 
-ANNOUNCE_AFTER_S = 0.5  # say "compiling" when loading the kernels takes longer than this
+ANNOUNCE_AFTER_S = 2.0  # say "compiling" when readying the kernels takes longer (a cache load does not)
 _warm = False
 
 
-def warm_up(stream=None) -> None:
+def warm_up(stream=None, announce_after: float | None = None) -> None:
     """Compile (or load from the cache) every kernel on a tiny tree, once per process. When it
-    takes longer than ANNOUNCE_AFTER_S, a progress line goes to `stream` (stderr)."""
+    takes longer than announce_after seconds (ANNOUNCE_AFTER_S; 0: at once), a progress line
+    goes to `stream` (stderr)."""
     global _warm
     if _warm:
         return
@@ -41,12 +42,16 @@ def warm_up(stream=None) -> None:
                            unit="kernel", file=stream, leave=True)
                 bar.update(done)
 
-    timer = threading.Timer(ANNOUNCE_AFTER_S, announce)
+    wait = ANNOUNCE_AFTER_S if announce_after is None else announce_after
+    timer = threading.Timer(wait, announce)
     timer.daemon = True
     done = 0
     pos = np.random.default_rng(0).standard_normal((64, 3)).astype(np.float32)
     mass = np.ones(64, np.float32)
-    timer.start()
+    if wait > 0:
+        timer.start()
+    else:
+        announce()
     try:
         sorted_ = build.sort_particles(pos, mass)
         for step in steps:
