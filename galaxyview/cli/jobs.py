@@ -103,13 +103,16 @@ def cmd_bench(args) -> int:
     from galaxyview.engines import resolve_backend
     from galaxyview.bench.engine import bench_one
 
+    if args.compare:
+        return _bench_compare(args)
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
+    thetas = args.theta or [0.4, 0.75]
     rows, device = [], None
     say(why)
-    with progress_bar(len(ns) * len(args.theta), "bench", unit="case") as update:
+    with progress_bar(len(ns) * len(thetas), "bench", unit="case") as update:
         for n in ns:
-            for theta in args.theta:
+            for theta in thetas:
                 row, device = bench_one(kind, n, theta, args.steps, args.warmup,
                                         device=args.device)
                 rows.append(row)
@@ -129,6 +132,37 @@ def cmd_bench(args) -> int:
               f"{ph['multipoles']:7.2f} {ph['walk']:8.2f} {ph['integrate']:7.2f} {r.step_ms:8.2f} "
               f"{r.pp_per_particle:6.0f} {r.pc_per_particle:6.0f} {r.walk_tflops:7.3f} "
               f"{r.particles_per_s / 1e6:8.2f} {vs:>10}")
+    return 0
+
+
+def _bench_compare(args) -> int:
+    from galaxyview.bench.cpu import compare
+    from galaxyview.engines import create_engine
+
+    if args.backend not in ("cpu", "auto"):
+        raise GalaxyviewError("--compare times the CPU engines: use it with --backend cpu")
+    ns = args.n or [1 << 14, 1 << 16, 1 << 18]
+    thetas = args.theta or [0.5, 0.75]
+    engine, _ = create_engine("cpu")  # compiles first, with its progress line
+    device = engine.device_name
+    engine.close()
+    with progress_bar(len(ns) * len(thetas), "compare", unit="case") as update:
+        rows = compare(ns, thetas, args.steps, args.sample, progress=update)
+    if args.json:
+        print_json({"device": device, "rows": [r.as_dict() for r in rows]})
+        return 0
+    print(f"{device}: Plummer, eps 0.05; force ms (a step less integration), median of "
+          f"{args.steps} steps (reference: {max(1, args.steps // 3)}); median force error vs "
+          f"float64 direct summation on {args.sample} particles; pytreegrav (quadrupole, "
+          "parallel) interpolated to the same error")
+    print(f"{'N':>8} {'theta':>5} {'error':>9} {'cpu ms':>8} {'ref ms':>8} {'x ref':>6} "
+          f"{'ptg theta':>9} {'ptg ms':>8} {'x ptg':>6}")
+    for r in rows:
+        ratio = (lambda v: f"{v:6.1f}" if v else f"{'-':>6}")
+        ptg_t = f"{r.pytreegrav_theta:9.2f}" if r.pytreegrav_theta else f"{'out':>9}"
+        ptg_ms = f"{r.pytreegrav_ms:8.1f}" if r.pytreegrav_ms else f"{'-':>8}"
+        print(f"{r.n:8d} {r.theta:5.2f} {r.error:9.2e} {r.cpu_ms:8.1f} {r.reference_ms:8.1f} "
+              f"{ratio(r.vs_reference)} {ptg_t} {ptg_ms} {ratio(r.vs_pytreegrav)}")
     return 0
 
 

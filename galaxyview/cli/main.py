@@ -60,9 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "TFLOP/s by Bonsai's count (23 per p-p, 65 per p-c).")
     p.add_argument("--n", type=common.count_type, nargs="+", default=None,
                    help="particle counts (default: 65536 on the CPU, 1M 4M 16M on the GPU)")
-    p.add_argument("--theta", type=common.theta_type, nargs="+", default=[0.4, 0.75])
+    p.add_argument("--theta", type=common.theta_type, nargs="+", default=None,
+                   help="opening angles (default: 0.4 0.75; with --compare 0.5 0.75)")
     p.add_argument("--steps", type=common.count_type, default=9, help="timed steps (9)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps first (2)")
+    p.add_argument("--compare", action="store_true",
+                   help="the CPU engines (cpu, reference) and pytreegrav at equal median "
+                        "force error (default N: 16k 65k 262k)")
+    p.add_argument("--sample", type=common.count_type, default=1024,
+                   help="--compare: particles the force error is measured on (1024)")
     common.add_backend(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
