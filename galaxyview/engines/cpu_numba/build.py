@@ -11,9 +11,9 @@ import numpy as np
 from numba import prange
 
 from galaxyview.engines.cpu import keys as mkeys
+from galaxyview.engines.cpu import tree as tree_phases
 from galaxyview.engines.cpu.cells import Tree
 from galaxyview.engines.cpu_numba.jit import kernel
-from galaxyview.errors import EngineError
 
 MAX_LEVEL = mkeys.MAX_LEVEL
 _U = np.uint64
@@ -198,19 +198,8 @@ def _moments(pos, mass, begin, count, child_begin, child_count, center):
 
 
 def sort_particles(pos: np.ndarray, mass: np.ndarray) -> dict:
-    """The keys_sort phase (as engines.cpu.tree.sort_particles, keys compiled)."""
-    pos = np.ascontiguousarray(pos, dtype=np.float32)
-    if pos.ndim != 2 or pos.shape[1] != 3 or len(pos) == 0 or len(mass) != len(pos):
-        raise EngineError(f"a tree needs positions (N, 3) with N >= 1 and N masses; got "
-                          f"{pos.shape} and {np.shape(mass)}")
-    if not np.isfinite(pos).all():
-        raise EngineError("positions hold NaN or infinite values; no tree can be built")
-    lo, size, scale = mkeys.bounding_cube(pos)
-    keys = _keys(pos, lo, scale)
-    order = np.argsort(keys, kind="stable")
-    return dict(keys=keys[order], order=order, pos=pos[order],
-                mass=np.ascontiguousarray(mass, dtype=np.float32)[order],
-                lo=lo, L=size, scale=scale)
+    """The keys_sort phase (engines.cpu.tree.sort_particles with the keys compiled)."""
+    return tree_phases.sort_particles(pos, mass, _keys)
 
 
 def build_cells(sorted_: dict, n_leaf: int = 16, n_crit: int = 64) -> Tree:
