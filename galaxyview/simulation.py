@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from galaxyview.engines import create_engine, modules, resolve_backend
+from galaxyview.engines import create_engine, module_kind, modules, resolve_backend
 from galaxyview.engines.base import Energies, Engine
 from galaxyview.engines.playback import PlaybackEngine
 from galaxyview.errors import EngineError, ParameterError, SceneError, SnapshotError

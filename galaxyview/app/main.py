@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 
 from PyQt6.QtCore import QTimer
@@ -32,6 +33,7 @@ class ScreenshotRun:
     def __init__(self, window: MainWindow, path, frames: int):
         self.window, self.path, self.frames = window, path, frames
         self.result = None  # 0 saved, 2 failed
+        self._t0 = time.perf_counter()
         self._timer = QTimer(window)
         self._timer.setInterval(10)
         self._timer.timeout.connect(self._check)
@@ -47,7 +49,8 @@ class ScreenshotRun:
             w.set_playing(False)
             try:
                 save_png(self.path, w.canvas.render_image())
-                print(f"screenshot: {self.path} ({w.step_frames} frames, "
+                rate = w.step_frames / (time.perf_counter() - self._t0)
+                print(f"screenshot: {self.path} ({w.step_frames} frames, {rate:.1f} frames/s, "
                       f"{w.sim.engine.n} particles, {w.session.source.path})")
                 self._finish(0)
             except GalaxyviewError as exc:

@@ -71,8 +71,12 @@ def device_type(text: str) -> int:
 
 def add_backend(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
-                        help="engine: gpu (CUDA via pycuda), cpu (numpy), or auto: the GPU when "
-                             "pycuda and a CUDA device are usable (default: auto)")
+                        help="engine: gpu (CUDA via pycuda), cpu (compiled with numba), "
+                             "reference (numpy, the test oracle), or auto: the GPU when pycuda "
+                             "and a CUDA device are usable, else cpu (default: auto)")
+    parser.add_argument("--threads", type=count_type, default=None, metavar="N",
+                        help="threads of the CPU engines (default: $GALAXYVIEW_THREADS, else "
+                             "every CPU)")
     parser.add_argument("--device", type=device_type, default=0, metavar="N",
                         help="CUDA device number of the GPU engine, as nvidia-smi lists them "
                              "(default: 0)")

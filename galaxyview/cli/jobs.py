@@ -49,13 +49,16 @@ def cmd_bench(args) -> int:
 
     if args.hermite:
         return _bench_hermite(args)
+    if args.compare:
+        return _bench_compare(args)
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
+    thetas = args.theta or [0.4, 0.75]
     rows, device = [], None
     say(why)
-    with progress_bar(len(ns) * len(args.theta), "bench", unit="case") as update:
+    with progress_bar(len(ns) * len(thetas), "bench", unit="case") as update:
         for n in ns:
-            for theta in args.theta:
+            for theta in thetas:
                 row, device = bench_one(kind, n, theta, args.steps, args.warmup,
                                         device=args.device)
                 rows.append(row)
@@ -102,6 +105,36 @@ def _bench_hermite(args) -> int:
     print(f"Plummer N={run.n}, eps {run.eps:g}, eta {run.eta:g}: t = {run.time_units:g} in "
           f"{run.wall_s:.2f} s, |dE/E| {run.rel_energy_error:.2e}, {run.block_steps} block "
           f"steps (mean active fraction {run.active_fraction:.4f}), {run.levels} levels at the end")
+
+
+def _bench_compare(args) -> int:
+    from galaxyview.bench.cpu import compare
+    from galaxyview.engines import create_engine
+
+    if args.backend not in ("cpu", "auto"):
+        raise GalaxyviewError("--compare times the CPU engines: use it with --backend cpu")
+    ns = args.n or [1 << 14, 1 << 16, 1 << 18]
+    thetas = args.theta or [0.5, 0.75]
+    engine, _ = create_engine("cpu")  # compiles first, with its progress line
+    device = engine.device_name
+    engine.close()
+    with progress_bar(len(ns) * len(thetas), "compare", unit="case") as update:
+        rows = compare(ns, thetas, args.steps, args.sample, progress=update)
+    if args.json:
+        print_json({"device": device, "rows": [r.as_dict() for r in rows]})
+        return 0
+    print(f"{device}: Plummer, eps 0.05; force ms (a step less integration), median of "
+          f"{args.steps} steps (reference: {max(1, args.steps // 3)}); median force error vs "
+          f"float64 direct summation on {args.sample} particles; pytreegrav (quadrupole, "
+          "parallel) interpolated to the same error")
+    print(f"{'N':>8} {'theta':>5} {'error':>9} {'cpu ms':>8} {'ref ms':>8} {'x ref':>6} "
+          f"{'ptg theta':>9} {'ptg ms':>8} {'x ptg':>6}")
+    for r in rows:
+        ratio = (lambda v: f"{v:6.1f}" if v else f"{'-':>6}")
+        ptg_t = f"{r.pytreegrav_theta:9.2f}" if r.pytreegrav_theta else f"{'out':>9}"
+        ptg_ms = f"{r.pytreegrav_ms:8.1f}" if r.pytreegrav_ms else f"{'-':>8}"
+        print(f"{r.n:8d} {r.theta:5.2f} {r.error:9.2e} {r.cpu_ms:8.1f} {r.reference_ms:8.1f} "
+              f"{ratio(r.vs_reference)} {ptg_t} {ptg_ms} {ratio(r.vs_pytreegrav)}")
     return 0
 
 

@@ -53,13 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
                                    "TFLOP/s by Bonsai's count (23 per p-p, 65 per p-c).")
     p.add_argument("--n", type=common.count_type, nargs="+", default=None,
                    help="particle counts (default: 65536 on the CPU, 1M 4M 16M on the GPU)")
-    p.add_argument("--theta", type=common.theta_type, nargs="+", default=[0.4, 0.75])
+    p.add_argument("--theta", type=common.theta_type, nargs="+", default=None,
+                   help="opening angles (default: 0.4 0.75; with --compare 0.5 0.75)")
     p.add_argument("--steps", type=common.count_type, default=9, help="timed steps (9)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps first (2)")
     p.add_argument("--hermite", action="store_true",
                    help="the GPU Hermite instead: force kernel rate by active-block size at "
                         "each --n (default 16k 64k 256k 1M), and a 64k-star Plummer advanced "
                         "one N-body time unit")
+    p.add_argument("--compare", action="store_true",
+                   help="the CPU engines (cpu, reference) and pytreegrav at equal median "
+                        "force error (default N: 16k 65k 262k)")
+    p.add_argument("--sample", type=common.count_type, default=1024,
+                   help="--compare: particles the force error is measured on (1024)")
     common.add_backend(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -80,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "threads", None) is not None:  # commands with --backend take --threads
+            from galaxyview.engines import set_threads
+
+            set_threads(args.threads)
         if args.command == "view":
             from galaxyview.cli import view
 

@@ -20,7 +20,7 @@ def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
 
     The pair of a particle with itself is left out; without softening, so are pairs at zero
     distance (their force is undefined), as in the tree code. Chunks of targets run on
-    `workers` threads (default threads.WORKERS).
+    `workers` threads (default threads.workers()).
     """
     return _direct(pos, None, mass, eps, G, targets, chunk_pairs, workers)[:2]
 
@@ -97,7 +97,7 @@ def _direct(pos, vel, mass, eps, G, targets, chunk_pairs, workers):
                     jerk[a:a + chunk, k] -= np.einsum("ij,ij->i", d[k], rv)
 
     starts = range(0, len(targets), chunk)
-    workers = threads.WORKERS if workers is None else max(1, int(workers))
+    workers = threads.workers() if workers is None else max(1, int(workers))
     if workers > 1 and len(starts) > 1:
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(run, starts))

@@ -64,9 +64,12 @@ class _Particles(HostSystem):
 
 
 class CPUEngine(Engine):
-    """Engine on the CPU; `tree` is the last octree built (None with direct summation)."""
+    """Engine on the CPU; `tree` is the last octree built (None with direct summation).
 
-    name = "cpu"
+    The tree phases are methods (_sort, _build, _multipoles, _walk) so that a compiled engine
+    (engines/cpu_numba) can replace them and keep the rest: state, modules, checks."""
+
+    name = "reference"
 
     def __init__(self, params=None, gravity: str | None = None):
         super().__init__(params, modules.gravity_for(params, "cpu", gravity))
@@ -200,14 +203,13 @@ class CPUEngine(Engine):
             pp, pc = n * (n if active is None else len(acc)), 0
         else:  # the walk serves every group: an active subset is read off all forces
             t0 = perf_counter()
-            sorted_ = sort_particles(pos.astype(np.float32), mass)
+            sorted_ = self._sort(pos.astype(np.float32), mass)
             t1 = perf_counter()
-            tree = build_cells(sorted_, p.n_leaf)
-            make_groups(tree, p.n_crit)
+            tree = self._build(sorted_)
             t2 = perf_counter()
-            compute_multipoles(tree)
+            self._multipoles(tree)
             t3 = perf_counter()
-            acc_s, pot_s, pp, pc = tree_forces(tree, p.theta, p.eps, p.G)
+            acc_s, pot_s, pp, pc = self._walk(tree)
             acc, pot = np.empty_like(acc_s), np.empty_like(pot_s)
             acc[tree.order], pot[tree.order] = acc_s, pot_s
             if active is not None:
@@ -221,6 +223,22 @@ class CPUEngine(Engine):
         s.pp, s.pc = s.pp + pp, s.pc + pc
         self.stats = StepStats({k: 1e3 * v for k, v in timings.items()}, s.pp, s.pc, n)
         return acc, pot, jerk
+
+    # -- the tree phases (numpy) ------------------------------------------------------------
+    def _sort(self, pos32: np.ndarray, mass: np.ndarray) -> dict:
+        return sort_particles(pos32, mass)
+
+    def _build(self, sorted_: dict) -> Tree:
+        tree = build_cells(sorted_, self.params.n_leaf)
+        make_groups(tree, self.params.n_crit)
+        return tree
+
+    def _multipoles(self, tree: Tree) -> None:
+        compute_multipoles(tree)
+
+    def _walk(self, tree: Tree):
+        p = self.params
+        return tree_forces(tree, p.theta, p.eps, p.G)
 
     def _on_force_params_changed(self) -> None:
         if self._loaded is not None:

@@ -71,10 +71,11 @@ def decode_keys(keys: np.ndarray) -> np.ndarray:
     return np.stack([compact_bits(keys >> np.uint64(s)) for s in (2, 1, 0)], axis=1)
 
 
-def sort_by_key(pos: np.ndarray):
+def sort_by_key(pos: np.ndarray, morton=None):
     """Keys of float32 positions and the stable sort: (lo, L, scale, sorted keys, order), where
-    order[i] is the original index of the i-th particle in key order."""
+    order[i] is the original index of the i-th particle in key order. morton(pos, lo, scale):
+    another implementation of the keys (the compiled engine's)."""
     lo, size, scale = bounding_cube(pos)
-    keys = morton_keys(grid_coords(pos, lo, scale))
+    keys = morton(pos, lo, scale) if morton else morton_keys(grid_coords(pos, lo, scale))
     order = np.argsort(keys, kind="stable")
     return lo, size, scale, keys[order], order

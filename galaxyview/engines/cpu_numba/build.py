@@ -1,0 +1,236 @@
+"""The tree of the shared layout, compiled: keys, cells, groups and multipoles.
+
+The same cells, groups and multipoles as the numpy engine's (engines/cpu: keys, tree, groups,
+multipoles; tested equal), filled into the same `cells.Tree`: keys from float32 positions
+without FMA, the stable sort of numpy, cells level by level (breadth first, children
+contiguous, in key order), sibling-merged groups, float64 moments stored as float32.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from galaxyview.engines.cpu import keys as mkeys
+from galaxyview.engines.cpu import tree as tree_phases
+from galaxyview.engines.cpu.cells import Tree
+from galaxyview.engines.cpu_numba.jit import kernel
+
+MAX_LEVEL = mkeys.MAX_LEVEL
+_U = np.uint64
+
+
+@kernel()
+def _spread(v):
+    """Bit b of a 21-bit integer to bit 3b."""
+    v &= _U(0x1FFFFF)
+    v = (v | (v << _U(32))) & _U(0x1F00000000FFFF)
+    v = (v | (v << _U(16))) & _U(0x1F0000FF0000FF)
+    v = (v | (v << _U(8))) & _U(0x100F00F00F00F00F)
+    v = (v | (v << _U(4))) & _U(0x10C30C30C30C30C3)
+    v = (v | (v << _U(2))) & _U(0x1249249249249249)
+    return v
+
+
+@kernel(parallel=True)
+def _keys(pos, lo, scale):
+    """63-bit Morton keys of float32 positions (keys.grid_coords + keys.morton_keys)."""
+    n = pos.shape[0]
+    out = np.empty(n, np.uint64)
+    top = np.float32(2**MAX_LEVEL - 1)
+    for i in prange(n):
+        key = _U(0)
+        for k in range(3):
+            c = np.floor((pos[i, k] - lo[k]) * scale)  # float32, two rounded operations
+            c = min(max(c, np.float32(0)), top)
+            key |= _spread(_U(c)) << _U(2 - k)
+        out[i] = key
+    return out
+
+
+@kernel()
+def _grow(table, size):
+    out = np.zeros((table.shape[0], max(2 * table.shape[1], size)), table.dtype)
+    out[:, :table.shape[1]] = table
+    return out
+
+
+@kernel()
+def _cells(keys, n_leaf):
+    """Cells level by level: rows begin, count, parent, level, child_begin, child_count."""
+    n = keys.size
+    t = np.zeros((6, max(64, n // 4)), np.int64)
+    t[1, 0], t[2, 0] = n, -1
+    n_cells, lo, hi, lev = 1, 0, 1, 0
+    while lev < MAX_LEVEL:
+        shift = _U(60 - 3 * lev)  # the octant digit of level lev + 1
+        for c in range(lo, hi):
+            if t[1, c] <= n_leaf:
+                continue
+            s, e = t[0, c], t[0, c] + t[1, c]
+            first = n_cells
+            while s < e:
+                bound = ((keys[s] >> shift) + _U(1)) << shift
+                run_end = s + np.searchsorted(keys[s:e], bound)
+                if n_cells == t.shape[1]:
+                    t = _grow(t, n_cells + 8)
+                t[0, n_cells], t[1, n_cells] = s, run_end - s
+                t[2, n_cells], t[3, n_cells] = c, lev + 1
+                n_cells += 1
+                s = run_end
+            t[4, c], t[5, c] = first, n_cells - first
+        if n_cells == hi:
+            break
+        lo, hi, lev = hi, n_cells, lev + 1
+    return t[:, :n_cells].copy()
+
+
+@kernel()
+def _compact(v):
+    out = _U(0)
+    for b in range(MAX_LEVEL):
+        out |= ((v >> _U(3 * b)) & _U(1)) << _U(b)
+    return out
+
+
+@kernel()
+def _geometry(keys, body_begin, level, lo, size_L):
+    """Geometric centre (C, 3) and size (C,) of each cell from its key prefix (float64)."""
+    n = level.size
+    center = np.empty((n, 3))
+    size = np.empty(n)
+    for c in range(n):
+        lev = level[c]
+        size[c] = size_L / 2.0 ** lev
+        shift = _U(3 * (MAX_LEVEL - lev))
+        prefix = (keys[body_begin[c]] >> shift) << shift
+        grid = 2.0 ** (MAX_LEVEL - lev)
+        for k in range(3):
+            corner = np.float64(_compact(prefix >> _U(2 - k)))
+            center[c, k] = np.float64(lo[k]) + (corner / grid + 0.5) * size[c]
+    return center, size
+
+
+@kernel()
+def _groups(begin, count, parent, child_count, n_crit):
+    """Groups as groups.make_groups: the largest cells of <= n_crit particles, adjacent
+    siblings merged while they fit; deepest leaves beyond n_crit cut into runs."""
+    n_cells = begin.size
+    gb = np.empty(begin[0] + count[0] + 1, np.int64)  # at most one group per particle
+    gc = np.empty_like(gb)
+    ng = 0
+    last = -1  # the previous chosen cell
+    for c in range(n_cells):
+        if count[c] > n_crit:
+            if child_count[c] == 0:  # a deepest leaf holding one grid point
+                for s in range(begin[c], begin[c] + count[c], n_crit):
+                    gb[ng], gc[ng] = s, min(n_crit, begin[c] + count[c] - s)
+                    ng += 1
+                last = -1
+            continue
+        if c > 0 and count[parent[c]] <= n_crit:
+            continue
+        joins = last >= 0 and parent[c] == parent[last] and begin[c] == begin[last] + count[last]
+        if joins and gc[ng - 1] + count[c] <= n_crit:
+            gc[ng - 1] += count[c]
+        else:
+            gb[ng], gc[ng] = begin[c], count[c]
+            ng += 1
+        last = c
+    order = np.argsort(gb[:ng])
+    return gb[:ng][order], gc[:ng][order]
+
+
+@kernel()
+def _moments(pos, mass, begin, count, child_begin, child_count, center):
+    """Mass, centre of mass and second moments about it (float64), deepest cells first."""
+    n = begin.size
+    m = np.zeros(n)
+    com = np.zeros((n, 3))
+    quad = np.zeros((n, 6))
+    first = np.empty(3)
+    second = np.empty(6)
+    d = np.empty(3)
+    for c in range(n - 1, -1, -1):
+        mc = 0.0
+        first[:] = 0.0
+        second[:] = 0.0
+        if child_count[c] == 0:
+            for i in range(begin[c], begin[c] + count[c]):
+                mi = np.float64(mass[i])
+                for k in range(3):
+                    d[k] = np.float64(pos[i, k]) - center[c, k]
+                mc += mi
+                for k in range(3):
+                    first[k] += mi * d[k]
+                second[0] += mi * (d[0] * d[0])
+                second[1] += mi * (d[1] * d[1])
+                second[2] += mi * (d[2] * d[2])
+                second[3] += mi * (d[0] * d[1])
+                second[4] += mi * (d[0] * d[2])
+                second[5] += mi * (d[1] * d[2])
+        else:
+            for j in range(child_begin[c], child_begin[c] + child_count[c]):
+                mj = m[j]
+                for k in range(3):
+                    d[k] = com[j, k] - center[c, k]
+                mc += mj
+                for k in range(3):
+                    first[k] += mj * d[k]
+                second[0] += quad[j, 0] + mj * (d[0] * d[0])
+                second[1] += quad[j, 1] + mj * (d[1] * d[1])
+                second[2] += quad[j, 2] + mj * (d[2] * d[2])
+                second[3] += quad[j, 3] + mj * (d[0] * d[1])
+                second[4] += quad[j, 4] + mj * (d[0] * d[2])
+                second[5] += quad[j, 5] + mj * (d[1] * d[2])
+        safe = mc if mc > 0 else 1.0
+        for k in range(3):
+            d[k] = first[k] / safe  # the shift to the centre of mass
+            com[c, k] = center[c, k] + d[k]
+        m[c] = mc
+        quad[c, 0] = second[0] - first[0] * d[0]
+        quad[c, 1] = second[1] - first[1] * d[1]
+        quad[c, 2] = second[2] - first[2] * d[2]
+        quad[c, 3] = second[3] - first[0] * d[1]
+        quad[c, 4] = second[4] - first[0] * d[2]
+        quad[c, 5] = second[5] - first[1] * d[2]
+    delta = np.sqrt(((com - center) ** 2).sum(axis=1))
+    return m, com, quad, delta
+
+
+def sort_particles(pos: np.ndarray, mass: np.ndarray) -> dict:
+    """The keys_sort phase (engines.cpu.tree.sort_particles with the keys compiled)."""
+    return tree_phases.sort_particles(pos, mass, _keys)
+
+
+def build_cells(sorted_: dict, n_leaf: int = 16, n_crit: int = 64) -> Tree:
+    """The build phase: cells, their geometry and the groups."""
+    keys = sorted_["keys"]
+    begin, count, parent, level, child_begin, child_count = _cells(keys, n_leaf)
+    per_level = np.bincount(level)
+    level_begin = np.zeros(len(per_level) + 1, np.int64)
+    np.cumsum(per_level, out=level_begin[1:])
+    tree = Tree(keys=keys, order=sorted_["order"], pos=sorted_["pos"], mass=sorted_["mass"],
+                lo=sorted_["lo"], L=sorted_["L"], scale=sorted_["scale"], n_leaf=n_leaf,
+                level=level, body_begin=begin, body_count=count, child_begin=child_begin,
+                child_count=child_count, parent=parent, level_begin=level_begin)
+    tree.center, tree.size = _geometry(keys, begin, level, tree.lo, float(tree.L))
+    tree.group_begin, tree.group_count = _groups(begin, count, parent, child_count, n_crit)
+    tree.n_crit = n_crit
+    return tree
+
+
+def compute_multipoles(tree: Tree) -> None:
+    """The multipoles phase: cell_mass, com, quad (float32) and delta (float64)."""
+    m, com, quad, delta = _moments(tree.pos, tree.mass, tree.body_begin, tree.body_count,
+                                   tree.child_begin, tree.child_count, tree.center)
+    tree.cell_mass = m.astype(np.float32)
+    tree.com = com.astype(np.float32)
+    tree.quad = quad.astype(np.float32)
+    tree.delta = delta
+
+
+def build_tree(pos: np.ndarray, mass: np.ndarray, n_leaf: int = 16, n_crit: int = 64) -> Tree:
+    """Keys, sort, cells, groups and multipoles in one call (N >= 1)."""
+    tree = build_cells(sort_particles(pos, mass), n_leaf, n_crit)
+    compute_multipoles(tree)
+    return tree
