@@ -17,8 +17,10 @@ class HudInfo:
     time_myr: float | None = None  # when the scene has physical units
     energy_error: float | None = None  # (E - E0) / |E0|
     engine: str = ""
+    why: str = ""  # which engine runs and why (Simulation.why)
     path: str = ""  # how positions reach the GL buffer
     modules: str = ""  # modules_line() of the engine
+    notice: str = ""  # a drawing problem and its fix (e.g. CUDA-GL interop unavailable)
     playing: bool = False
     recording: bool = False
 
@@ -38,7 +40,8 @@ def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
         fps=canvas.frame_rate, step_ms=f.step_ms if f and f.step_ms else 0.0,
         draw_ms=canvas.draw_ms, n=engine.n, time=t,
         time_myr=t * units.time_myr if units else None, energy_error=session.energy_error,
-        engine=engine.device_name, path=session.source.path,
+        engine=engine.device_name, why=session.sim.why, path=session.source.path,
+        notice=session.source.notice or "",
         modules=modules_line(engine.modules), playing=playing, recording=recording)
 
 
@@ -54,9 +57,9 @@ def hud_text(info: HudInfo) -> str:
         f"{info.fps:5.1f} fps   step {info.step_ms:7.2f} ms   draw {info.draw_ms:6.2f} ms",
         f"N = {info.n:,}   {t}",
         f"{de}   {state}",
-        f"{info.engine} · {info.path}",
+        f"{info.why or info.engine} · {info.path}",
     ]
-    return "\n".join(lines + [info.modules] if info.modules else lines)
+    return "\n".join(lines + [x for x in (info.modules, info.notice) if x])
 
 
 class Hud(QLabel):

@@ -1,12 +1,15 @@
 """Start the viewer: a Qt application with one window; --screenshot runs K frames and saves."""
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 
 from PyQt6.QtCore import QTimer
 from PyQt6.QtWidgets import QApplication
 
+from galaxyview.app import settings
+from galaxyview.app.platform import opengl_problem
 from galaxyview.app.window import MainWindow, ViewOptions, save_png, wait_for_workers
 from galaxyview.errors import GalaxyviewError
 
@@ -48,7 +51,7 @@ class ScreenshotRun:
             try:
                 save_png(self.path, w.canvas.render_image())
                 print(f"screenshot: {self.path} ({w.step_frames} frames, "
-                      f"{w.sim.engine.n} particles, {w.session.source.path})")
+                      f"{w.sim.engine.n} particles, {w.sim.why}, {w.session.source.path})")
                 self._finish(0)
             except GalaxyviewError as exc:
                 print(f"galaxyview: error: {exc}", file=sys.stderr)
@@ -73,26 +76,81 @@ def _report_unexpected(window):
     return hook
 
 
-def run_window(options: ViewOptions, screenshot=None, frames: int = 10,
-               steps_per_frame: int = 1) -> int:
-    """Open the window on options.source; returns the exit code. Errors before the window
-    opens (a bad scene, no GPU) raise GalaxyviewError."""
+class QuitOnSignal:
+    """Ctrl-C (SIGINT) and SIGTERM close the window like Ctrl+Q; `code` is then 128 + signal
+    (130, 143). Python runs signal handlers only between its own bytecodes, so a timer hands
+    it control a few times a second while Qt's event loop runs."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, window):
+        self.window, self.code = window, None
+        self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        self._timer = QTimer()
+        self._timer.setInterval(100)
+        self._timer.timeout.connect(lambda: None)
+        self._timer.start()
+
+    def _handle(self, signum, _frame) -> None:
+        if self.code is None:
+            self.code = 128 + signum
+            print(f"galaxyview: {signal.Signals(signum).name}: closing the window",
+                  file=sys.stderr)
+            self.window.close()
+        else:  # a second signal while closing: stop waiting
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        self._timer.stop()
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+
+
+def _announce(window: MainWindow, playing: bool) -> None:
+    sim = window.sim
+    state = "playing (space pauses)" if playing else "paused"
+    print(f"galaxyview: {sim.name}: {sim.engine.n:,} particles, {sim.why}; "
+          f"{window.steps_per_frame} step(s) per frame; {state}; Ctrl-C or Ctrl+Q quits",
+          flush=True)
+
+
+def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
+    """Open the window on options.source, playing; returns the exit code (130 or 143 when
+    closed by SIGINT or SIGTERM). Errors before the window opens (a bad scene, no GPU, no
+    OpenGL) raise GalaxyviewError."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("galaxyview")
-    window = MainWindow(options)
-    window.panel.steps_per_frame.setValue(steps_per_frame)
+    app.setOrganizationName("galaxyview")
+    problem = opengl_problem()
+    if problem:
+        raise GalaxyviewError(problem)
+    window = MainWindow(options, settings.open_settings())
     try:
-        window.open_source(options.source or default_source(), options.n)
+        window.open_source(options.source or window.settings_source() or default_source(),
+                           options.n)
     except BaseException:
         window.close()
         wait_for_workers()
         raise
     window.show()
     previous_hook, sys.excepthook = sys.excepthook, _report_unexpected(window)
-    run = ScreenshotRun(window, screenshot, frames) if screenshot else None
+    quit_on = QuitOnSignal(window)
+    if screenshot:
+        run = ScreenshotRun(window, screenshot, frames)
+    else:
+        run = None
+        window.set_playing(True)
+        _announce(window, True)
     try:
         app.exec()
     finally:
         sys.excepthook = previous_hook
+        quit_on.restore()
     wait_for_workers()
+    last = window.final_frame
+    if run is None and last is not None:
+        print(f"galaxyview: closed after {last.steps_done} steps (t = {last.time:.4g} N-body)",
+              flush=True)
+    if quit_on.code is not None:
+        return quit_on.code
     return run.result if run is not None and run.result is not None else 0

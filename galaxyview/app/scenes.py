@@ -28,6 +28,7 @@ class ViewOptions:
     eps: float | None = None
     gravity: str = "tree"
     engine: dict = field(default_factory=dict)  # device, integrator, boundary, collision
+    steps_per_frame: int | None = None  # None: the scene's CPU pace, else 1
 
 
 def _shipped():
@@ -58,7 +59,7 @@ class SceneActions:
         except MemoryError:
             raise GalaxyviewError(f"{source}: not enough memory for this many particles; "
                                   "choose a smaller particle count") from None
-        # command-line overrides (n, theta, dt, eps) apply to the first scene only
+        # command-line overrides (n, theta, dt, eps, steps per frame) apply to the first scene
         self.options = ViewOptions(backend=o.backend, gravity=o.gravity)
         if self.session is not None:
             self.session.close()
@@ -69,7 +70,16 @@ class SceneActions:
         self.canvas.renderer.auto_speed_max = speed_scale(sim.initial.vel)
         self.canvas.camera.fit(s.positions)
         self.plot.clear()
+        self.panel.steps_per_frame.setValue(o.steps_per_frame or self._paced_steps(sim))
         self._show_sim()
+
+    @staticmethod
+    def _paced_steps(sim) -> int:
+        """Steps per frame of the scene's CPU pace (model/pace.py); 1 on the GPU."""
+        if sim.scene is None or sim.engine.on_gpu:
+            return 1
+        pace = sim.scene.cpu_pace(sim.engine.n)
+        return pace.steps_per_frame if pace else 1
 
     def load(self, source: str, n: int | None = None) -> bool:
         """open_source() for the window: an error shows a dialog and the current scene runs on."""

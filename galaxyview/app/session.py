@@ -2,6 +2,8 @@
 buffer, the energy reference, and everything the GUI thread may touch of the engine."""
 from __future__ import annotations
 
+import sys
+
 from PyQt6.QtCore import QObject, pyqtSignal
 
 from galaxyview.app.worker import StepWorker
@@ -37,6 +39,7 @@ class Session(QObject):
         self.energy_error = None
         self.positions = framing_positions(sim.initial.pos, sim.initial.component)
         self._boxes_key = None
+        self._notice_said = False
         w.start()
         w.measure()  # the first picture and the reference energy
 
@@ -96,6 +99,7 @@ class Session(QObject):
             if done:
                 self.frame = None
                 shown = frame.kind == "steps"
+                self._say_notice()
         if look.boxes:
             key = (self.last.steps_done if self.last else -1, tuple(look.box_levels))
             if key != self._boxes_key:
@@ -104,6 +108,13 @@ class Session(QObject):
                     self.canvas.renderer.set_boxes(*(found or (None, None)))
                     self._boxes_key = key
         return shown
+
+    def _say_notice(self) -> None:
+        """Once, in the terminal, a drawing problem (the HUD shows it too)."""
+        if self.source.notice and not self._notice_said:
+            self._notice_said = True
+            print(f"galaxyview: {self.source.notice}\n  ({self.source.failure})",
+                  file=sys.stderr, flush=True)
 
     def fit_positions(self):
         """Positions to frame, or None while the worker is busy (GPU engine: a host copy)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtWidgets import QMainWindow, QMessageBox, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
-from galaxyview.app import hud
+from galaxyview.app import hud, settings as stored
 from galaxyview.app.canvas import ViewerCanvas
 from galaxyview.app.energy_plot import EnergyPlot
 from galaxyview.app.look_actions import LookActions
@@ -27,9 +27,11 @@ __all__ = ["MainWindow", "ViewOptions", "save_png", "wait_for_workers"]
 
 
 class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, QMainWindow):
-    def __init__(self, options: ViewOptions | None = None):
+    def __init__(self, options: ViewOptions | None = None, settings=None):
+        """settings: a QSettings to restore from and save to on close (None: neither)."""
         super().__init__()
         self.options = options or ViewOptions()
+        self.settings = settings
         self.setWindowTitle("galaxyview")
         self.look = Look()
         self.canvas = ViewerCanvas(self.look)
@@ -44,11 +46,14 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         self.step_frames = 0  # step batches drawn since the window opened
         self.recorder = None
         self.last_error = self.error_dialog = self.help_dialog = None
+        self.final_frame = None  # the last state reported before the window closed
         self._fit_pending = False
         self._dirty = True
         self._layout()
         self._connect()
         build_menus(self)
+        if settings is not None:
+            stored.restore(self, settings)
         self.timer = self._every(FRAME_MS, self._tick)
         self._hud_timer = self._every(HUD_MS, lambda: self.hud.show_info(self.hud_info()))
 
@@ -71,7 +76,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         scroll.setWidgetResizable(True)
         scroll.setMinimumWidth(self.panel.sizeHint().width() + 24)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        split = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(scroll)
         split.setStretchFactor(0, 4)
@@ -133,12 +138,19 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
     def hud_info(self) -> hud.HudInfo:
         return hud.describe(self.session, self.canvas, self.playing, self.recorder is not None)
 
+    def settings_source(self) -> str | None:
+        """The scene or snapshot shown when the window was last closed (None: not kept)."""
+        return stored.last_source(self.settings) if self.settings is not None else None
+
     def closeEvent(self, event) -> None:
+        if self.settings is not None:
+            stored.save(self, self.settings)
         self.timer.stop()
         self._hud_timer.stop()
         if self.recorder is not None:
             self.stop_recording()
         if self.session is not None:
+            self.final_frame = self.session.last
             self.session.close()  # the worker ends after its current step, off the GUI thread
             self.session = None
         event.accept()
