@@ -208,6 +208,9 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
                    disable=None if show_progress else True)  # None: off when not a TTY
 
         def progress(done, t):
+            if done == 1 and renderer.notice:
+                bar.write(f"galaxyview record: {renderer.notice} ({renderer.source.failure})",
+                          file=sys.stderr)
             bar.set_postfix_str(f"t = {t * myr:.1f} Myr" if myr else f"t = {t:.3f}",
                                 refresh=False)
             bar.update(1)

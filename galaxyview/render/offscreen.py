@@ -62,6 +62,11 @@ class OffscreenRenderer:
         """'CUDA-GL interop' or 'host upload' (None before attach)."""
         return self.source.path if self.source else None
 
+    @property
+    def notice(self) -> str | None:
+        """A drawing problem and its fix (CUDA-GL interop unavailable), once drawn."""
+        return self.source.notice if self.source else None
+
     def attach(self, engine, fit: bool = True) -> None:
         """Draw `engine` from now on; fits the camera to its particles unless fit=False."""
         self.detach()
