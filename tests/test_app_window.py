@@ -155,7 +155,7 @@ def test_keyboard_shortcuts(window, qtbot):
     qtbot.keyClick(window, Qt.Key.Key_B)
     assert window.look.boxes
     qtbot.keyClick(window, Qt.Key.Key_C)
-    assert window.look.colour_mode == "speed"
+    assert window.look.colour_mode == "galaxy"  # the next mode
     qtbot.keyClick(window, Qt.Key.Key_G)
     assert window.canvas.fly_mode
     exposure = window.look.exposure
@@ -222,3 +222,24 @@ def test_window_closes_cleanly(qtbot):
     assert w.close()
     assert wait_for_workers(WAIT_MS) and worker.isFinished()
     assert w.worker is None and w.sim is None
+
+
+def test_colour_by_property_while_paused_with_a_colour_bar(window, qtbot):
+    from galaxyview.render.colour import LABELS, auto_range, engine_values
+    from galaxyview.render.look import COLOUR_MODES
+
+    p, r = window.panel, window.canvas.renderer
+    assert [p.colour.itemText(i) for i in range(p.colour.count())] == list(COLOUR_MODES)
+    assert not window.playing
+    for mode in ("density", "energy", "galaxy"):
+        p.colour.setCurrentText(mode)
+        qtbot.waitUntil(lambda: r.vertex_mode == mode and idle(window), timeout=WAIT_MS)
+        window._show_overlays()
+        bar = window.colour_bar
+        assert bar.isVisible() and bar.title == LABELS[mode]
+        with window.worker.engine_lock:
+            expected = auto_range(mode, engine_values(window.sim.engine, mode))
+        assert r.colour_range(mode) == pytest.approx(expected)
+        assert (bar.ends[0] != "") == (mode != "galaxy")
+    p.colour_map.setCurrentText("fire")
+    assert window.look.colour_map == "fire"

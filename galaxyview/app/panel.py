@@ -7,7 +7,7 @@ from PyQt6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBox
 
 from galaxyview.app.controls import NumberControl
 from galaxyview.model.params import THETA_MAX
-from galaxyview.render.look import COLOUR_MODES, MAX_TREE_LEVEL, TONE_MAPS, Look
+from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, MAX_TREE_LEVEL, TONE_MAPS, Look
 
 N_MAX = 2**28
 
@@ -97,8 +97,15 @@ class ControlPanel(QWidget):
         form.addRow("Exposure", self.exposure)
         self.colour = QComboBox()
         self.colour.addItems(COLOUR_MODES)
-        self.colour.setToolTip("Colour by component or by speed (C)")
+        self.colour.setToolTip("Colour by component, galaxy of origin, speed, potential, "
+                               "binding energy or local density (C: the next one)")
         form.addRow("Colour by", self.colour)
+        self.colour_map = QComboBox()
+        self.colour_map.addItems(COLOUR_MAPS)
+        self.colour_map.setCurrentText(look.colour_map)
+        self.colour_map.setToolTip("Colour map (vispy.color) for speed, potential, energy and "
+                                   "density")
+        form.addRow("Colour map", self.colour_map)
         self.tone_map = QComboBox()
         self.tone_map.addItems(TONE_MAPS)
         form.addRow("Tone map", self.tone_map)

@@ -12,7 +12,6 @@ from PyQt6.QtWidgets import QFileDialog
 from galaxyview.app.hud import modules_line
 from galaxyview.app.session import Session
 from galaxyview.errors import GalaxyviewError
-from galaxyview.render.sources import speed_scale
 
 OPEN_FILTER = "Scenes and snapshots (*.toml *.tipsy *.std *.bin *.dat);;All files (*)"
 PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε"}
@@ -67,7 +66,8 @@ class SceneActions:
         s.changed.connect(lambda frame, s=s: self._on_frame(s, frame))
         s.failed.connect(lambda msg, s=s: self._on_failed(s, msg))
         self.source_name = str(source)
-        self.canvas.renderer.auto_speed_max = speed_scale(sim.initial.vel)
+        self.canvas.renderer.ranges.clear()  # colour map ranges come from the new scene
+        s.worker.colour_mode = self.look.colour_mode
         self.canvas.camera.fit(s.positions)
         self.plot.clear()
         self.panel.steps_per_frame.setValue(o.steps_per_frame or self._paced_steps(sim))

@@ -91,7 +91,7 @@ class Session(QObject):
             if self.host:
                 if frame.vertices is not None:
                     v = frame.vertices
-                    self.source.refresh(v)
+                    self.source.refresh(v, frame.colour_mode)
                     self.positions = framing_positions(v["a_position"], v["a_component"])
                 done = True
             else:

@@ -10,8 +10,8 @@ from PyQt6.QtCore import QSettings
 
 from galaxyview.errors import GalaxyviewError
 
-LOOK_KEYS = {"point_size": float, "exposure": float, "colour_mode": str, "tone_map": str,
-             "boxes": bool}
+LOOK_KEYS = {"point_size": float, "exposure": float, "colour_mode": str, "colour_map": str,
+             "tone_map": str, "boxes": bool}
 PANEL_TOGGLES = ("fly", "auto_orbit")
 
 
@@ -48,6 +48,7 @@ def restore(window, settings: QSettings) -> None:
     p.point_size.set_value(look.point_size)
     p.exposure.set_value(look.exposure)
     p.colour.setCurrentText(look.colour_mode)
+    p.colour_map.setCurrentText(look.colour_map)
     p.tone_map.setCurrentText(look.tone_map)
     p.boxes.setChecked(look.boxes)
     p.box_lo.setValue(look.box_levels[0])

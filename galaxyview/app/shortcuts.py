@@ -6,7 +6,7 @@ from PyQt6.QtWidgets import QMessageBox
 
 SHORTCUTS = [
     ("Space", "play / pause"), ("N", "one step"), ("F", "fit the camera to the particles"),
-    ("B", "tree boxes on / off"), ("C", "colour by component / by speed"),
+    ("B", "tree boxes on / off"), ("C", "colour by the next property (component, galaxy, speed, ...)"),
     ("T", "turn the camera slowly"), ("G", "fly mode on / off"), ("[  ]", "exposure down / up"),
     ("Arrows", "orbit (canvas focused)"), ("+  -", "zoom (canvas focused)"),
     ("W A S D Q E", "fly forward, left, back, right, down, up (fly mode)"),
@@ -42,7 +42,7 @@ def build_menus(w) -> None:
     action(m, "Fly mode", "G", p.fly.toggle)
     action(m, "Turn slowly", "T", p.auto_orbit.toggle)
     action(m, "Tree boxes", "B", p.boxes.toggle)
-    action(m, "Colour by component / speed", "C", w.toggle_colour)
+    action(m, "Colour by the next property", "C", w.toggle_colour)
     action(m, "Exposure down", "[", lambda: w.scale_exposure(1 / 1.25))
     action(m, "Exposure up", "]", lambda: w.scale_exposure(1.25))
     m = bar.addMenu("&Help")

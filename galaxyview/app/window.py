@@ -10,6 +10,7 @@ from PyQt6.QtWidgets import QMainWindow, QMessageBox, QScrollArea, QSplitter, QV
 
 from galaxyview.app import hud, settings as stored
 from galaxyview.app.canvas import ViewerCanvas
+from galaxyview.app.colour_bar import ColourBar
 from galaxyview.app.energy_plot import EnergyPlot
 from galaxyview.app.look_actions import LookActions
 from galaxyview.app.panel import ControlPanel
@@ -37,6 +38,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         self.canvas = ViewerCanvas(self.look)
         self.canvas.before_draw = self._before_draw
         self.hud = hud.Hud(self.canvas.native)
+        self.colour_bar = ColourBar(self.canvas.native)
         self.plot = EnergyPlot()
         self.panel = ControlPanel(self.look)
         self.session: Session | None = None
@@ -55,7 +57,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         if settings is not None:
             stored.restore(self, settings)
         self.timer = self._every(FRAME_MS, self._tick)
-        self._hud_timer = self._every(HUD_MS, lambda: self.hud.show_info(self.hud_info()))
+        self._hud_timer = self._every(HUD_MS, self._show_overlays)
 
     def _every(self, ms: int, slot) -> QTimer:
         timer = QTimer(self)
@@ -107,6 +109,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         p.point_size.committed.connect(lambda v: self.set_look(point_size=v))
         p.exposure.committed.connect(lambda v: self.set_look(exposure=v))
         p.colour.currentTextChanged.connect(lambda t: self.set_look(colour_mode=t))
+        p.colour_map.currentTextChanged.connect(lambda t: self.set_look(colour_map=t))
         p.tone_map.currentTextChanged.connect(lambda t: self.set_look(tone_map=t))
         p.boxes.toggled.connect(lambda on: self.set_look(boxes=on))
         p.box_lo.valueChanged.connect(self._box_levels_changed)
@@ -134,6 +137,10 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
                           self)
         box.open()
         self.error_dialog = box
+
+    def _show_overlays(self) -> None:
+        self.hud.show_info(self.hud_info())
+        self.show_colour_bar()
 
     def hud_info(self) -> hud.HudInfo:
         return hud.describe(self.session, self.canvas, self.playing, self.recorder is not None)

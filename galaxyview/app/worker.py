@@ -18,7 +18,7 @@ import numpy as np
 from PyQt6.QtCore import QThread, pyqtSignal
 
 from galaxyview.errors import GalaxyviewError
-from galaxyview.render.particles import host_vertices
+from galaxyview.render.sources import engine_vertices
 
 ENERGY_INTERVAL_S = 0.25  # energies (a full potential evaluation) at most this often
 
@@ -34,6 +34,7 @@ class Frame:
     vertices: np.ndarray | None  # host upload path: the particle vertices; None on the GPU
     params: object  # the engine's Params now
     kind: str = "steps"  # the command: "steps", "params", "reset" or "measure"
+    colour_mode: str = "component"  # what the vertices' values are
 
 
 class StepWorker(QThread):
@@ -50,6 +51,7 @@ class StepWorker(QThread):
         self._queue: queue.Queue = queue.Queue()
         self._last_energy_time = 0.0
         self.pending_steps = 0  # step batches posted and not reported yet (GUI thread only)
+        self.colour_mode = "component"  # host path: the vertex values to make (set by the GUI)
 
     # -- GUI side --------------------------------------------------------------------------------
     def set_params(self, **changes) -> None:
@@ -110,9 +112,8 @@ class StepWorker(QThread):
         if kind != "steps" or now - self._last_energy_time >= ENERGY_INTERVAL_S:
             energy = float(engine.energies().total)
             self._last_energy_time = time.perf_counter()
-        vertices = None
+        vertices, mode = None, self.colour_mode
         if self.host_path and kind != "params":
-            s = engine.state()
-            vertices = host_vertices(s.pos, s.vel, s.component)
+            vertices = engine_vertices(engine, mode)
         return Frame(engine.steps_done, engine.time, step_ms, energy, vertices, engine.params,
-                     kind)
+                     kind, mode)

@@ -9,18 +9,18 @@ from galaxyview.cuda.context import pushed
 from galaxyview.errors import EngineError
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
+from galaxyview.render.colour import DEVICE_VALUES, NEEDS_POTENTIAL, engine_values, host_values
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
 
 BLOCK = 256
 SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
 
 
-def speed_scale(vel: np.ndarray) -> float:
-    """Top of the speed colour map: the 99th percentile speed."""
-    if len(vel) == 0:
-        return 1.0
-    speeds = np.linalg.norm(np.asarray(vel[:: max(1, len(vel) // 100_000)], float), axis=1)
-    return float(max(np.percentile(speeds, 99), 1e-6))
+def engine_vertices(engine, mode: str) -> np.ndarray:
+    """Vertices of the engine's current state coloured for `mode` (host copies)."""
+    s = engine.state()
+    pot = engine.accelerations()[1] if mode in NEEDS_POTENTIAL else None
+    return host_vertices(s.pos, s.vel, s.component, host_values(mode, s, pot))
 
 
 def framing_positions(pos: np.ndarray, component: np.ndarray) -> np.ndarray:
@@ -43,11 +43,13 @@ class HostSource:
         s = self.engine.state()
         return framing_positions(s.pos, s.component)
 
-    def refresh(self, vertices: np.ndarray | None = None) -> None:
+    def refresh(self, vertices: np.ndarray | None = None, mode: str | None = None) -> None:
+        """Upload `vertices` (coloured for `mode`), or make them from the engine for the
+        look's colour mode."""
         if vertices is None:
-            s = self.engine.state()
-            vertices = host_vertices(s.pos, s.vel, s.component)
-        self.renderer.upload(vertices)
+            mode = self.renderer.look.colour_mode
+            vertices = engine_vertices(self.engine, mode)
+        self.renderer.upload(vertices, mode)
 
     def close(self) -> None:
         pass
@@ -137,12 +139,26 @@ class DeviceSource:
             self._device_bytes = nbytes
 
     def refresh(self, vertices=None) -> None:
-        """The engine's current particles into the vertex buffer (the engine must be idle)."""
+        """The engine's current particles into the vertex buffer (the engine must be idle),
+        coloured for the look's colour mode: speed, potential and energy are computed by
+        render_pack.cu; the galaxy and the density come from a host copy of the state."""
+        r = self.renderer
+        mode = r.look.colour_mode
         with pushed(self.view.context):
             arrays = self.view.particles()  # pointers move with each step's reorder
             n = arrays.n
             self._prepare(n)
+            r.vertex_mode = mode
             if n == 0:
+                return
+            on_device = mode == "component" or mode in DEVICE_VALUES
+            host = None if on_device else engine_vertices(self.engine, mode)
+            if host is not None:
+                r.colour_range(mode, host["a_value"])
+            elif mode != "component" and mode not in r.ranges:  # once: a host copy
+                r.colour_range(mode, engine_values(self.engine, mode))
+            if self.through_host and self.splatter is None:  # GL sprites from host vertices
+                self._upload_through_host(arrays, host, mode)
                 return
             h = self.stream.handle
             if self.through_host:
@@ -153,27 +169,41 @@ class DeviceSource:
                 if not self.through_host and size < n * VERTEX_DTYPE.itemsize:
                     raise RenderError(f"GL vertex buffer holds {size} bytes, {n} particles "
                                       f"need {n * VERTEX_DTYPE.itemsize}")
-                self._pack.launch("pack_vertices", (math.ceil(n / BLOCK), 1, 1), (BLOCK, 1, 1),
-                                  arrays.pos4, arrays.vel4, ptr, n, int(self.stride),
-                                  stream=self.stream)
+                if host is not None:
+                    self._cuda.memcpy_htod_async(ptr, host, self.stream)
+                else:
+                    self._pack_into(ptr, arrays, mode)
             finally:
                 if not self.through_host:
                     self.resource.unmap(h)
-            upload = self.through_host and self.splatter is None  # GL sprites, host vertices
-            if upload:
-                if self._host_vertices is None or len(self._host_vertices) != n:
-                    self._host_vertices = self._cuda.pagelocked_empty(n, VERTEX_DTYPE)
-                self._cuda.memcpy_dtoh_async(self._host_vertices, ptr, self.stream)
             self.stream.synchronize()  # done reading pos4 before the engine's next step
-            if upload:
-                self.renderer.upload(self._host_vertices)
 
-    def light(self, camera, look, size, auto_speed_max: float):
+    def _pack_into(self, ptr: int, arrays, mode: str) -> None:
+        n = arrays.n
+        self._pack.launch("pack_vertices", (math.ceil(n / BLOCK), 1, 1), (BLOCK, 1, 1),
+                          arrays.pos4, arrays.vel4, arrays.acc4, ptr, n, int(self.stride),
+                          DEVICE_VALUES.get(mode, 0), stream=self.stream)
+
+    def _upload_through_host(self, arrays, host, mode: str) -> None:
+        """No interop and no splat: vertices to GL through the host."""
+        if host is None:
+            n = arrays.n
+            ptr = int(self._device_vertices)
+            self._pack_into(ptr, arrays, mode)
+            if self._host_vertices is None or len(self._host_vertices) != n:
+                self._host_vertices = self._cuda.pagelocked_empty(n, VERTEX_DTYPE)
+            self._cuda.memcpy_dtoh_async(self._host_vertices, ptr, self.stream)
+            self.stream.synchronize()
+            host = self._host_vertices
+        self.renderer.upload(host, mode)
+
+    def light(self, camera, look, size):
         """The light texture for this view, splatted from the vertex buffer."""
+        r = self.renderer
         with pushed(self.view.context):
             vertices = self._device_vertices if self.through_host else self.resource
-            return self.splatter.render_light(vertices, self.renderer.count, camera, look,
-                                              size, auto_speed_max)
+            return self.splatter.render_light(vertices, r.count, camera, look, size,
+                                              r.colouring())
 
     def close(self) -> None:
         if self.renderer.light_source is self:

@@ -18,10 +18,12 @@ from vispy import gloo
 from galaxyview.model.state import Component
 from galaxyview.render.interop import (GLBufferResource, GLTextureResource, map_together,
                                        unmap_together)
-from galaxyview.render.look import COLOUR_MODES, COMPONENT_COLOURS
+from galaxyview.render.look import COMPONENT_COLOURS, GALAXY_COLOURS, LUT_SIZE
 from galaxyview.render.particles import light_gain
 
 BLOCK = 256
+P_GALAXY, P_LUT = 56, 80  # as in kernels/render_splat.cu
+P_FLOATS = P_LUT + 3 * LUT_SIZE
 
 
 def gl_handle(gl_context, obj) -> int:
@@ -39,8 +41,9 @@ class CudaSplatter:
 
         self._cuda, self.gl_context, self.stream = cuda, gl_context, stream
         self._kernel = module.functions["splat"]  # prepared from its C signature
-        self._params = cuda.mem_alloc(64 * 4)
-        self._host_params = cuda.pagelocked_zeros(64, np.float32)
+        self._params = cuda.mem_alloc(P_FLOATS * 4)
+        self._host_params = cuda.pagelocked_zeros(P_FLOATS, np.float32)
+        self._host_params[P_GALAXY:P_LUT] = np.ravel(GALAXY_COLOURS)
         self._buffers = {}  # size -> (texture, its CUDA registration, light buffer)
 
     def _buffers_for(self, size, registered: bool):
@@ -60,8 +63,9 @@ class CudaSplatter:
             self._buffers[size] = (texture, target, self._cuda.mem_alloc(16 * w * h))
         return self._buffers[size]
 
-    def render_light(self, vertices, n: int, camera, look, size, auto_speed_max: float):
+    def render_light(self, vertices, n: int, camera, look, size, colouring):
         """Splat n particles of the vertex buffer for this view; returns the light texture.
+        colouring: ParticleRenderer.colouring() (mode, its code, (lo, hi), colour map).
         vertices: the registered GL vertex buffer (GLBufferResource), or device memory holding
         the vertices (the host path: the light then reaches the texture through the host)."""
         size = (int(size[0]), int(size[1]))
@@ -78,9 +82,10 @@ class CudaSplatter:
         for code in range(8):
             p[16 + 4 * code:20 + 4 * code] = COMPONENT_COLOURS.get(
                 code, COMPONENT_COLOURS[Component.STAR])
-        p[48:52] = (look.point_size, light_gain(n), COLOUR_MODES.index(look.colour_mode),
-                    look.speed_max or auto_speed_max)
-        self._cuda.memcpy_htod_async(self._params, p, s)  # host to device: 256 bytes
+        _, code, (lo, hi), lut = colouring
+        p[48:53] = (look.point_size, light_gain(n), code, lo, hi)
+        p[P_LUT:] = lut.ravel()
+        self._cuda.memcpy_htod_async(self._params, p, s)  # host to device: 3.4 kB
         self._cuda.memset_d32_async(light, 0, w * h * 4, s)
         if not registered:
             self._splat(int(vertices), n, light, w, h)
