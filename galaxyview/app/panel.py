@@ -6,6 +6,7 @@ from PyQt6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBox
                              QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from galaxyview.app.controls import NumberControl
+from galaxyview.app.keyframes import KeyframeBox
 from galaxyview.model.params import THETA_MAX
 from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, MAX_TREE_LEVEL, TONE_MAPS, Look
 
@@ -89,6 +90,8 @@ class ControlPanel(QWidget):
         row.addWidget(self.auto_orbit)
         form.addRow(row)
         form.addRow(QLabel("drag: orbit · right/shift drag: pan · wheel: zoom"))
+        self.keyframes = KeyframeBox()
+        layout.addWidget(self.keyframes)
 
         form = _group("Look", layout)
         self.point_size = NumberControl(0.5, 16.0, look.point_size, decimals=1)

@@ -34,7 +34,7 @@ class PlaybackActions:
             s.post_steps(self.steps_per_frame)
         pending = s is not None and s.frame is not None
         if (self._dirty or pending or self._fit_pending or self.canvas.auto_orbit_deg
-                or self.canvas.camera.following):
+                or self.canvas.camera.following or self.following_path):
             self._dirty = False
             self.canvas.update()
 
@@ -56,5 +56,6 @@ class PlaybackActions:
         """In the GL context before each paint."""
         if self.session is not None and self.session.sync(self.look):
             self.step_frames += 1
+        self.follow_path()
         if self._fit_pending:
             self.fit_camera()

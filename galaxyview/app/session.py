@@ -34,6 +34,7 @@ class Session(QObject):
         w.failed.connect(self.failed)
         w.batch_failed.connect(self._on_batch_failed)
         self.frame = None  # newest state, not drawn yet
+        self.shown_time = float(sim.initial.time)  # simulation time of the state drawn
         self.last = None  # newest state reported
         self.e0 = None
         self.energy_error = None
@@ -98,6 +99,7 @@ class Session(QObject):
                 done, _ = self.try_engine(self.source.refresh)
             if done:
                 self.frame = None
+                self.shown_time = frame.time
                 shown = frame.kind == "steps"
                 self._say_notice()
         if look.boxes:

@@ -12,6 +12,7 @@ from galaxyview.app import hud, settings as stored
 from galaxyview.app.canvas import ViewerCanvas
 from galaxyview.app.colour_bar import ColourBar
 from galaxyview.app.energy_plot import EnergyPlot
+from galaxyview.app.keyframes import KeyframeActions
 from galaxyview.app.look_actions import LookActions
 from galaxyview.app.panel import ControlPanel
 from galaxyview.app.playback import FRAME_MS, PlaybackActions
@@ -27,7 +28,8 @@ AUTO_ORBIT_DEG = 0.25  # per drawn frame
 __all__ = ["MainWindow", "ViewOptions", "save_png", "wait_for_workers"]
 
 
-class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, QMainWindow):
+class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, KeyframeActions,
+                 QMainWindow):
     def __init__(self, options: ViewOptions | None = None, settings=None):
         """settings: a QSettings to restore from and save to on close (None: neither)."""
         super().__init__()
@@ -53,6 +55,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         self._dirty = True
         self._layout()
         self._connect()
+        self._connect_keyframes()
         build_menus(self)
         if settings is not None:
             stored.restore(self, settings)
