@@ -114,16 +114,35 @@ def _announce(window: MainWindow, playing: bool) -> None:
           flush=True)
 
 
-def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
-    """Open the window on options.source, playing; returns the exit code (130 or 143 when
-    closed by SIGINT or SIGTERM). Errors before the window opens (a bad scene, no GPU, no
-    OpenGL) raise GalaxyviewError."""
+def _application() -> QApplication:
+    """The QApplication, once Qt has shown it can give an OpenGL context."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("galaxyview")
     app.setOrganizationName("galaxyview")
     problem = opengl_problem()
     if problem:
         raise GalaxyviewError(problem)
+    return app
+
+
+def _exec(app, window) -> int | None:
+    """Run the event loop; the signal's exit code when SIGINT or SIGTERM closed the window."""
+    previous_hook, sys.excepthook = sys.excepthook, _report_unexpected(window)
+    quit_on = QuitOnSignal(window)
+    try:
+        app.exec()
+    finally:
+        sys.excepthook = previous_hook
+        quit_on.restore()
+    wait_for_workers()
+    return quit_on.code
+
+
+def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
+    """Open the window on options.source, playing; returns the exit code (130 or 143 when
+    closed by SIGINT or SIGTERM). Errors before the window opens (a bad scene, no GPU, no
+    OpenGL) raise GalaxyviewError."""
+    app = _application()
     window = MainWindow(options, settings.open_settings())
     try:
         window.open_source(options.source or window.settings_source() or default_source(),
@@ -133,24 +152,37 @@ def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
         wait_for_workers()
         raise
     window.show()
-    previous_hook, sys.excepthook = sys.excepthook, _report_unexpected(window)
-    quit_on = QuitOnSignal(window)
     if screenshot:
         run = ScreenshotRun(window, screenshot, frames)
     else:
         run = None
         window.set_playing(True)
         _announce(window, True)
-    try:
-        app.exec()
-    finally:
-        sys.excepthook = previous_hook
-        quit_on.restore()
-    wait_for_workers()
+    code = _exec(app, window)
     last = window.final_frame
     if run is None and last is not None:
         print(f"galaxyview: closed after {last.steps_done} steps (t = {last.time:.4g} N-body)",
               flush=True)
-    if quit_on.code is not None:
-        return quit_on.code
+    if code is not None:
+        return code
     return run.result if run is not None and run.result is not None else 0
+
+
+def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int = 0) -> int:
+    """Play `playlist` (model/playlist.py) until closed, or for `items` scenes; returns the
+    exit code (1 when no scene of it could be opened)."""
+    from galaxyview.app.show import ShowController
+
+    app = _application()
+    window = MainWindow(options)
+    show = ShowController(window, playlist, fullscreen, items)
+    print(f"galaxyview show: {len(playlist.items)} scenes from {playlist.source}; any key or "
+          f"mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
+    show.start()
+    if not window.isVisible():  # nothing could be opened
+        wait_for_workers()
+        return 1
+    code = _exec(app, window)
+    if code is not None:
+        return code
+    return 0 if show.shown_items else 1

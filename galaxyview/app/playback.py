@@ -56,6 +56,8 @@ class PlaybackActions:
         """In the GL context before each paint."""
         if self.session is not None and self.session.sync(self.look):
             self.step_frames += 1
+        if self.show_controller is not None:
+            self.show_controller.before_draw()
         self.follow_path()
         if self._fit_pending:
             self.fit_camera()

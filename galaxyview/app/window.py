@@ -51,6 +51,8 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.recorder = None
         self.last_error = self.error_dialog = self.help_dialog = None
         self.final_frame = None  # the last state reported before the window closed
+        self.show_controller = None  # app/show.py, in show mode
+        self.hud_enabled = True
         self._fit_pending = False
         self._dirty = True
         self._layout()
@@ -142,6 +144,8 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.error_dialog = box
 
     def _show_overlays(self) -> None:
+        if not self.hud_enabled:
+            return
         self.hud.show_info(self.hud_info())
         self.show_colour_bar()
 
@@ -155,6 +159,8 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
     def closeEvent(self, event) -> None:
         if self.settings is not None:
             stored.save(self, self.settings)
+        if self.show_controller is not None:
+            self.show_controller.stop()
         self.timer.stop()
         self._hud_timer.stop()
         if self.recorder is not None:

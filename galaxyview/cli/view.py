@@ -28,6 +28,47 @@ def add_view_arguments(parser: argparse.ArgumentParser) -> None:
                              "state)")
 
 
+def add_show_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "show", help="full-screen unattended show of a playlist of scenes",
+        description="Loop a playlist of scenes full screen, unattended: camera programmes, "
+                    "captions, cross-fades. Any key or mouse move hands you the controls; the "
+                    "show goes on after the playlist's idle time. Format: docs/viewer.md.")
+    p.add_argument("playlist", nargs="?", metavar="PLAYLIST",
+                   help="a .toml playlist, or a shipped one's name (default: the shipped "
+                        "default playlist)")
+    common.add_backend(p)
+    p.add_argument("--windowed", action="store_true", help="in a window, not full screen")
+    p.add_argument("--items", type=common.count_type, default=0, metavar="K",
+                   help="stop after K scenes (default: loop until closed)")
+    return p
+
+
+def _display_checked() -> None:
+    from galaxyview.app.platform import display_problem
+
+    problem = display_problem()
+    if problem:
+        raise GalaxyviewError(problem)
+
+
+def run_show(args) -> int:
+    """`galaxyview show`; exit codes as the viewer's, 1 when no scene could be opened."""
+    try:
+        from galaxyview.model.playlist import load_playlist
+
+        playlist = load_playlist(args.playlist)
+        _display_checked()
+        from galaxyview.app.main import run_show as show
+        from galaxyview.app.window import ViewOptions
+
+        options = ViewOptions(backend=args.backend, engine={"device": args.device})
+        return show(options, playlist, fullscreen=not args.windowed, items=args.items)
+    except GalaxyviewError as exc:
+        print(f"galaxyview show: error: {exc}", file=sys.stderr)
+        return 2
+
+
 def check_screenshot(args) -> None:
     if args.frames < 0:
         raise GalaxyviewError(f"--frames must be >= 0, got {args.frames}")
@@ -47,11 +88,7 @@ def run_view(args) -> int:
     or 143 when closed by Ctrl-C or SIGTERM)."""
     try:
         check_screenshot(args)
-        from galaxyview.app.platform import display_problem
-
-        problem = display_problem()
-        if problem:
-            raise GalaxyviewError(problem)
+        _display_checked()
         from galaxyview.app.main import run_window
         from galaxyview.app.window import ViewOptions
 
