@@ -243,3 +243,17 @@ def test_colour_by_property_while_paused_with_a_colour_bar(window, qtbot):
         assert (bar.ends[0] != "") == (mode != "galaxy")
     p.colour_map.setCurrentText("fire")
     assert window.look.colour_map == "fire"
+
+
+def test_live_force_error_follows_theta_in_the_hud(window, qtbot):
+    s = window.session
+    qtbot.waitUntil(lambda: s.accuracy is not None, timeout=WAIT_MS)
+    first = s.accuracy
+    window.set_param("theta", 0.2)  # far more accurate: checked at once
+    qtbot.waitUntil(lambda: s.accuracy is not first and s.accuracy.p50 < first.p50 / 2,
+                    timeout=WAIT_MS)
+    window.hud.show_info(window.hud_info())
+    assert "force error p50" in window.hud.text() and "sampled" in window.hud.text()
+    window.panel.accuracy.setChecked(False)
+    window.hud.show_info(window.hud_info())
+    assert "force error" not in window.hud.text() and s.worker.accuracy_targets is None

@@ -21,6 +21,7 @@ class HudInfo:
     path: str = ""  # how positions reach the GL buffer
     modules: str = ""  # modules_line() of the engine
     notice: str = ""  # a drawing problem and its fix (e.g. CUDA-GL interop unavailable)
+    accuracy: object = None  # the live force check (jobs.accuracy.LiveAccuracy)
     playing: bool = False
     recording: bool = False
 
@@ -41,7 +42,7 @@ def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
         draw_ms=canvas.draw_ms, n=engine.n, time=t,
         time_myr=t * units.time_myr if units else None, energy_error=session.energy_error,
         engine=engine.device_name, why=session.sim.why, path=session.source.path,
-        notice=session.source.notice or "",
+        notice=session.source.notice or "", accuracy=session.accuracy,
         modules=modules_line(engine.modules), playing=playing, recording=recording)
 
 
@@ -59,6 +60,10 @@ def hud_text(info: HudInfo) -> str:
         f"{de}   {state}",
         f"{info.why or info.engine} · {info.path}",
     ]
+    a = info.accuracy
+    if a is not None:
+        lines.append(f"force error p50 {a.p50:.1e}  p99 {a.p99:.1e}  ({a.sample:,} sampled, "
+                     f"{a.ms:.1f} ms)")
     return "\n".join(lines + [x for x in (info.modules, info.notice) if x])
 
 

@@ -61,6 +61,11 @@ class ControlPanel(QWidget):
         self.eps = NumberControl(1e-4, 2.0, 0.05, decimals=4, log=True, zero_at_min=True)
         self.eps.setToolTip("Plummer softening length (N-body units)")
         form.addRow("ε", self.eps)
+        self.accuracy = QCheckBox("Force error readout")
+        self.accuracy.setChecked(True)
+        self.accuracy.setToolTip("Tree force error against direct summation on a random "
+                                 "sample, live in the HUD (a few times a second at most)")
+        form.addRow(self.accuracy)
 
         form = _group("Run", layout)
         row = QHBoxLayout()

@@ -62,7 +62,7 @@ class SceneActions:
         self.options = ViewOptions(backend=o.backend, gravity=o.gravity)
         if self.session is not None:
             self.session.close()
-        self.session = s = Session(sim, self.canvas)
+        self.session = s = Session(sim, self.canvas, self.panel.accuracy.isChecked())
         s.changed.connect(lambda frame, s=s: self._on_frame(s, frame))
         s.failed.connect(lambda msg, s=s: self._on_failed(s, msg))
         self.source_name = str(source)

@@ -7,6 +7,7 @@ import sys
 from PyQt6.QtCore import QObject, pyqtSignal
 
 from galaxyview.app.worker import StepWorker
+from galaxyview.jobs.accuracy import live_sample
 from galaxyview.render.boxes import engine_boxes
 from galaxyview.render.sources import HostSource, framing_positions, make_source
 
@@ -23,7 +24,7 @@ class Session(QObject):
     changed = pyqtSignal(object)  # a Frame from the worker
     failed = pyqtSignal(str)
 
-    def __init__(self, sim, canvas):
+    def __init__(self, sim, canvas, check_accuracy: bool = True):
         super().__init__()
         self.sim, self.canvas = sim, canvas
         canvas.set_current()
@@ -38,6 +39,8 @@ class Session(QObject):
         self.last = None  # newest state reported
         self.e0 = None
         self.energy_error = None
+        self.accuracy = None  # the last live force check (jobs.accuracy.LiveAccuracy)
+        self.check_accuracy(check_accuracy)
         self.positions = framing_positions(sim.initial.pos, sim.initial.component)
         self._boxes_key = None
         self._notice_said = False
@@ -59,7 +62,16 @@ class Session(QObject):
         self.worker.post_steps(n)
         return True
 
+    def check_accuracy(self, on: bool) -> None:
+        """The live force-error readout on or off (a fixed random sample of particles)."""
+        engine = self.sim.engine
+        self.worker.accuracy_targets = live_sample(engine.n, engine.on_gpu) if on else None
+        if not on:
+            self.accuracy = None
+
     def _on_frame(self, frame) -> None:
+        if frame.accuracy is not None and self.worker.accuracy_targets is not None:
+            self.accuracy = frame.accuracy
         if frame.kind == "steps":
             self.worker.pending_steps -= 1
         self.last = frame

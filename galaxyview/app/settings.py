@@ -12,7 +12,7 @@ from galaxyview.errors import GalaxyviewError
 
 LOOK_KEYS = {"point_size": float, "exposure": float, "colour_mode": str, "colour_map": str,
              "tone_map": str, "boxes": bool}
-PANEL_TOGGLES = ("fly", "auto_orbit")
+PANEL_TOGGLES = ("fly", "auto_orbit", "accuracy")
 
 
 def open_settings() -> QSettings:

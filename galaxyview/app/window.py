@@ -105,6 +105,8 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         for name in ("theta", "dt", "eps"):
             getattr(p, name).committed.connect(lambda v, name=name: self.set_param(name, v))
         p.play.toggled.connect(self.set_playing)
+        p.accuracy.toggled.connect(
+            lambda on: self.session is not None and self.session.check_accuracy(on))
         p.step.clicked.connect(self.single_step)
         p.steps_per_frame.valueChanged.connect(lambda v: setattr(self, "steps_per_frame", v))
         p.fit.clicked.connect(self.fit_camera)

@@ -18,6 +18,7 @@ import numpy as np
 from PyQt6.QtCore import QThread, pyqtSignal
 
 from galaxyview.errors import GalaxyviewError
+from galaxyview.jobs.accuracy import live_force_errors
 from galaxyview.render.sources import engine_vertices
 
 ENERGY_INTERVAL_S = 0.25  # energies (a full potential evaluation) at most this often
@@ -35,6 +36,7 @@ class Frame:
     params: object  # the engine's Params now
     kind: str = "steps"  # the command: "steps", "params", "reset" or "measure"
     colour_mode: str = "component"  # what the vertices' values are
+    accuracy: object = None  # a jobs.accuracy.LiveAccuracy, when checked after this command
 
 
 class StepWorker(QThread):
@@ -52,6 +54,8 @@ class StepWorker(QThread):
         self._last_energy_time = 0.0
         self.pending_steps = 0  # step batches posted and not reported yet (GUI thread only)
         self.colour_mode = "component"  # host path: the vertex values to make (set by the GUI)
+        self.accuracy_targets = None  # particles of the live force check (None: off; GUI sets)
+        self._next_check = 0.0
 
     # -- GUI side --------------------------------------------------------------------------------
     def set_params(self, **changes) -> None:
@@ -116,4 +120,14 @@ class StepWorker(QThread):
         if self.host_path and kind != "params":
             vertices = engine_vertices(engine, mode)
         return Frame(engine.steps_done, engine.time, step_ms, energy, vertices, engine.params,
-                     kind, mode)
+                     kind, mode, self._check_accuracy(kind))
+
+    def _check_accuracy(self, kind):
+        """The live force check: after theta or eps moved, else when its time has come."""
+        targets, now = self.accuracy_targets, time.perf_counter()
+        if targets is None or (kind == "steps" and now < self._next_check):
+            return None
+        found = live_force_errors(self.engine, targets)
+        if found is not None:
+            self._next_check = time.perf_counter() + found.next_after_s()
+        return found

@@ -157,6 +157,13 @@ class Engine(abc.ABC):
         nothing loaded)."""
         return None
 
+    def sample_forces(self, targets: np.ndarray):
+        """(acc (T, 3) of the engine's solver, acc (T, 3) of float64 direct summation) at the
+        particles `targets` (indices in the loaded order) and the current positions, both
+        computed where the engine runs (the live accuracy readout); None where the engine
+        cannot."""
+        return None
+
     def device_view(self):
         """A `galaxyview.cuda.DeviceView` (the CUDA context and the current device arrays) for
         drawing straight from device memory; None for an engine whose state lives on the host."""

@@ -187,6 +187,14 @@ class CPUEngine(Engine):
         return Energies(diagnostics.kinetic_energy(s.vel, s.mass),
                         diagnostics.potential_energy(s.mass, s.pot))
 
+    def sample_forces(self, targets: np.ndarray):
+        from galaxyview.engines.cpu.direct import direct_forces
+
+        self._need_state()
+        s, targets = self.system, np.asarray(targets, np.int64)
+        ref, _ = direct_forces(s.pos, s.mass, self.params.eps, self.params.G, targets=targets)
+        return s.acc[targets].copy(), ref
+
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray | None:
         t = self.tree
         if t is None:

@@ -299,6 +299,16 @@ class GPUEngine(Engine):
             self._n = 0
 
     # -- tree overlay ----------------------------------------------------------------------
+    def sample_forces(self, targets: np.ndarray):
+        """The float64 reference by kernels/nbody_direct.cu direct_sample_f64 on the device;
+        the solver's accelerations from one download of all of them."""
+        from galaxyview.engines.gpu.inspect import direct_reference
+
+        targets = np.asarray(targets, np.int64)
+        ref, _ = direct_reference(self, targets)
+        acc, _ = self.accelerations()
+        return acc[targets].astype(np.float64), ref
+
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray:
         if not self._have_tree:
             return None
