@@ -257,3 +257,32 @@ def test_live_force_error_follows_theta_in_the_hud(window, qtbot):
     window.panel.accuracy.setChecked(False)
     window.hud.show_info(window.hud_info())
     assert "force error" not in window.hud.text() and s.worker.accuracy_targets is None
+
+
+def test_timeline_scrub_rewinds_and_a_branch_follows_in_the_energy_plot(window, qtbot):
+    bar, s = window.timeline_bar, window.session
+    bar.every.setValue(2)
+    window.panel.steps_per_frame.setValue(2)
+    window.set_playing(True)
+    qtbot.waitUntil(lambda: len(bar.times) >= 4, timeout=WAIT_MS)
+    window.set_playing(False)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    t_end = s.last.time
+    before = bar.times
+    target = before[1]
+    bar.slider.setValue(1)
+    bar.rewind.emit(1)  # as letting go of the slider does
+    qtbot.waitUntil(lambda: s.last.kind == "rewind" and idle(window), timeout=WAIT_MS)
+    assert s.last.time == target and window.sim.engine.time == target
+    assert max(t for t, _ in window.plot.points) <= target < t_end
+    assert "states every 2 steps" in bar.label.text() and "host memory" in bar.label.text()
+    window.set_param("theta", 0.3)  # what if
+    window.set_playing(True)
+    qtbot.waitUntil(lambda: max(t for t, _ in window.plot.points) > t_end, timeout=WAIT_MS)
+    window.set_playing(False)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    kept = bar.times
+    assert kept[:2] == before[:2] and all(b > a for a, b in zip(kept, kept[1:]))
+    assert window.sim.engine.params.theta == pytest.approx(0.3)
+    # the plot shows the branch: up to the rewind, the marker there, then the new history
+    assert window.plot.markers[-1] == (target, "θ=0.3")

@@ -22,25 +22,27 @@ class KeyframeBox(QGroupBox):
         self.list = QListWidget()
         self.list.setMaximumHeight(90)
         self.list.setToolTip("Keyframes: select one to look from it")
-        grid.addWidget(self.list, 0, 0, 1, 4)
+        grid.addWidget(self.list, 0, 0, 1, 3)
         self.add = QPushButton("Key")
         self.add.setToolTip("Add the current view at the shown time (K)")
         self.set = QPushButton("Set")
         self.set.setToolTip("Move the selected keyframe to the current view and the time box")
         self.delete = QPushButton("Delete")
         self.time = QDoubleSpinBox()
-        self.time.setRange(-1e9, 1e9)
+        self.time.setRange(-1e6, 1e6)
+        self.time.setPrefix("t = ")
         self.time.setDecimals(6)
         self.time.setToolTip("Time of the selected keyframe (N-body units)")
-        for i, w in enumerate((self.add, self.set, self.delete, self.time)):
+        for i, w in enumerate((self.add, self.set, self.delete)):
             grid.addWidget(w, 1, i)
         self.follow = QCheckBox("Follow path")
         self.follow.setToolTip("The camera moves along the path with the simulation time (P)")
         self.save = QPushButton("Save…")
         self.load = QPushButton("Load…")
-        grid.addWidget(self.follow, 2, 0, 1, 2)
-        grid.addWidget(self.save, 2, 2)
-        grid.addWidget(self.load, 2, 3)
+        grid.addWidget(self.time, 2, 0, 1, 2)
+        grid.addWidget(self.follow, 2, 2)
+        grid.addWidget(self.save, 3, 0)
+        grid.addWidget(self.load, 3, 1)
 
 
 class KeyframeActions:

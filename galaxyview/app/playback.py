@@ -24,6 +24,12 @@ class PlaybackActions:
         if self.session is not None:
             self.session.post_steps(1)
 
+    def rewind(self, index: int) -> None:
+        """Back to kept state `index` of the timeline, paused."""
+        self.set_playing(False)
+        if self.session is not None:
+            self.worker.rewind(index)
+
     def reset(self) -> None:
         if self.session is not None:
             self.worker.reset()
@@ -43,6 +49,9 @@ class PlaybackActions:
             return
         if frame.kind == "reset":
             self.plot.clear()
+        elif frame.kind == "rewind":
+            self.plot.truncate(frame.time)
+        self.timeline_bar.show_timeline(*frame.timeline)
         if frame.energy is not None:
             self.plot.add_point(frame.time, session.energy_error)
         self._dirty = True

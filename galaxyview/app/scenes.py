@@ -68,6 +68,8 @@ class SceneActions:
         self.source_name = str(source)
         self.canvas.renderer.ranges.clear()  # colour map ranges come from the new scene
         s.worker.colour_mode = self.look.colour_mode
+        bar = self.timeline_bar
+        s.worker.configure_timeline(bar.capacity.value(), bar.every.value())
         self.canvas.camera.fit(s.positions)
         self.plot.clear()
         self.panel.steps_per_frame.setValue(o.steps_per_frame or self._paced_steps(sim))

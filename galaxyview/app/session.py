@@ -75,7 +75,7 @@ class Session(QObject):
         if frame.kind == "steps":
             self.worker.pending_steps -= 1
         self.last = frame
-        if frame.kind != "params":
+        if frame.kind not in ("params", "timeline"):
             self.frame = frame
         if frame.energy is not None:
             if self.e0 is None or frame.kind == "reset":

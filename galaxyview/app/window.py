@@ -12,6 +12,8 @@ from galaxyview.app import hud, settings as stored
 from galaxyview.app.canvas import ViewerCanvas
 from galaxyview.app.colour_bar import ColourBar
 from galaxyview.app.energy_plot import EnergyPlot
+from galaxyview.app.timeline_bar import TimelineBar
+from galaxyview.engines.timeline import Timeline
 from galaxyview.app.keyframes import KeyframeActions
 from galaxyview.app.look_actions import LookActions
 from galaxyview.app.panel import ControlPanel
@@ -42,6 +44,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.hud = hud.Hud(self.canvas.native)
         self.colour_bar = ColourBar(self.canvas.native)
         self.plot = EnergyPlot()
+        self.timeline_bar = TimelineBar(Timeline().capacity, Timeline().every)
         self.panel = ControlPanel(self.look)
         self.session: Session | None = None
         self.source_name = None
@@ -77,6 +80,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         v = QVBoxLayout(left)
         v.setContentsMargins(0, 0, 0, 0)
         v.addWidget(self.canvas.native, 5)
+        v.addWidget(self.timeline_bar)
         v.addWidget(self.plot, 1)
         scroll = QScrollArea()
         scroll.setWidget(self.panel)
@@ -122,6 +126,9 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         p.box_lo.valueChanged.connect(self._box_levels_changed)
         p.box_hi.valueChanged.connect(self._box_levels_changed)
         p.record.clicked.connect(self.record_clicked)
+        self.timeline_bar.rewind.connect(self.rewind)
+        self.timeline_bar.configured.connect(
+            lambda k, m: self.worker is not None and self.worker.configure_timeline(k, m))
 
     # -- the simulation --------------------------------------------------------------------------
     @property

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from PyQt6.QtCore import QThread, pyqtSignal
 
+from galaxyview.engines.timeline import Timeline
 from galaxyview.errors import GalaxyviewError
 from galaxyview.jobs.accuracy import live_force_errors
 from galaxyview.render.sources import engine_vertices
@@ -37,6 +38,7 @@ class Frame:
     kind: str = "steps"  # the command: "steps", "params", "reset" or "measure"
     colour_mode: str = "component"  # what the vertices' values are
     accuracy: object = None  # a jobs.accuracy.LiveAccuracy, when checked after this command
+    timeline: tuple = ((), None, "")  # kept states' times, the one rewound to, a summary
 
 
 class StepWorker(QThread):
@@ -55,6 +57,7 @@ class StepWorker(QThread):
         self.pending_steps = 0  # step batches posted and not reported yet (GUI thread only)
         self.colour_mode = "component"  # host path: the vertex values to make (set by the GUI)
         self.accuracy_targets = None  # particles of the live force check (None: off; GUI sets)
+        self.timeline = Timeline()  # worker thread only; the GUI posts commands
         self._next_check = 0.0
 
     # -- GUI side --------------------------------------------------------------------------------
@@ -67,6 +70,13 @@ class StepWorker(QThread):
 
     def reset(self) -> None:
         self._queue.put(("reset", None))
+
+    def rewind(self, index: int) -> None:
+        """Back to kept state `index` of the timeline (0 = oldest)."""
+        self._queue.put(("rewind", int(index)))
+
+    def configure_timeline(self, capacity: int, every: int) -> None:
+        self._queue.put(("timeline", (capacity, every)))
 
     def measure(self) -> None:
         """Report the current state (vertices and energy) without stepping."""
@@ -81,8 +91,9 @@ class StepWorker(QThread):
         while True:
             kind, arg = self._queue.get()
             if kind == "stop":
-                if arg:
-                    with self.engine_lock, self.engine.activate():
+                with self.engine_lock, self.engine.activate():
+                    self.timeline.clear()  # device memory, before the engine goes
+                    if arg:
                         self.engine.close()
                 return
             try:
@@ -106,21 +117,31 @@ class StepWorker(QThread):
         if kind == "params":
             engine.set_params(**arg)
         elif kind == "steps":
+            self.timeline.branch()  # stepping on from a rewound state: a new branch
             t0 = time.perf_counter()
             engine.step(arg)
             step_ms = (time.perf_counter() - t0) * 1e3 / arg
         elif kind == "reset":
+            self.timeline.clear()
             engine.load(self.initial)
+        elif kind == "rewind":
+            self.timeline.rewind(engine, arg)
+        elif kind == "timeline":
+            self.timeline.configure(*arg)
+        if kind in ("steps", "reset", "measure"):
+            self.timeline.keep(engine)
         energy = None
         now = time.perf_counter()
         if kind != "steps" or now - self._last_energy_time >= ENERGY_INTERVAL_S:
             energy = float(engine.energies().total)
             self._last_energy_time = time.perf_counter()
         vertices, mode = None, self.colour_mode
-        if self.host_path and kind != "params":
+        if self.host_path and kind not in ("params", "timeline"):
             vertices = engine_vertices(engine, mode)
+        t = self.timeline
         return Frame(engine.steps_done, engine.time, step_ms, energy, vertices, engine.params,
-                     kind, mode, self._check_accuracy(kind))
+                     kind, mode, self._check_accuracy(kind),
+                     (tuple(cp.time for cp in t.entries), t.position, t.describe()))
 
     def _check_accuracy(self, kind):
         """The live force check: after theta or eps moved, else when its time has come."""

@@ -48,6 +48,27 @@ class StepStats:
 
 
 @dataclass
+class Checkpoint:
+    """An engine's exact state at one moment (Engine.checkpoint), to restore() it later:
+    `data` is the engine's own (host arrays, or device memory when on_device); release() frees
+    it. The physics modules' host attributes are kept with it."""
+
+    time: float
+    steps_done: int
+    params: Params
+    nbytes: int
+    on_device: bool
+    data: object
+    modules: tuple = ()
+    release: object = None  # a callable freeing `data`, or None
+
+    def free(self) -> None:
+        if self.release is not None:
+            self.release()
+            self.release, self.data = None, None
+
+
+@dataclass
 class Energies:
     kinetic: float
     potential: float
@@ -156,6 +177,37 @@ class Engine(abc.ABC):
         (inclusive) of the last tree; None when the engine keeps no tree (direct gravity,
         nothing loaded)."""
         return None
+
+    def checkpoint(self) -> Checkpoint | None:
+        """The exact current state (positions, velocities, forces, time, module state), kept
+        where the engine runs, for restore(); None where the engine cannot."""
+        return None
+
+    def restore(self, checkpoint: Checkpoint) -> None:
+        """Go back to `checkpoint` exactly (bitwise: the same steps follow as before). The
+        current params stay: when theta or eps differ from the checkpoint's, the forces are
+        evaluated again (a branch, "what if")."""
+        raise EngineError(f"the {self.name} engine keeps no checkpoints")
+
+    def _module_states(self) -> tuple:
+        """Copies of the physics modules' host attributes (all but their system), for
+        checkpoint(); _restore_modules() puts them back, with the step count, and evaluates
+        the forces again when theta or eps differ from the checkpoint's."""
+        import copy
+
+        return tuple(copy.deepcopy({k: v for k, v in vars(m).items() if k != "system"})
+                     for m in (self.integrator, self.boundary, self.collision))
+
+    def _restore_modules(self, checkpoint: Checkpoint) -> None:
+        import copy
+
+        for m, state in zip((self.integrator, self.boundary, self.collision),
+                            checkpoint.modules):
+            vars(m).update(copy.deepcopy(state))
+        self.steps_done = checkpoint.steps_done
+        then, now = checkpoint.params, self.params
+        if (then.theta, then.eps, then.G) != (now.theta, now.eps, now.G):
+            self._on_force_params_changed()
 
     def sample_forces(self, targets: np.ndarray):
         """(acc (T, 3) of the engine's solver, acc (T, 3) of float64 direct summation) at the
