@@ -93,6 +93,11 @@ def test_capacity_memory_and_bad_use(engine):
     other.close()
     t.clear()
     assert t.entries == [] and t.nbytes == 0
+    small = Timeline(capacity=10, every=1, budget_bytes=2.5 * per)  # room for two
+    for _ in range(4):
+        small.keep(engine)
+        engine.step(1)
+    assert len(small.entries) == 2 and small.limit == 2 and "2/2 states" in small.describe()
 
 
 @pytest.mark.gpu

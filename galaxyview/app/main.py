@@ -96,7 +96,7 @@ class QuitOnSignal:
             self.code = 128 + signum
             print(f"galaxyview: {signal.Signals(signum).name}: closing the window",
                   file=sys.stderr)
-            self.window.close()
+            QTimer.singleShot(0, self.window.close)  # from the event loop, not the handler
         else:  # a second signal while closing: stop waiting
             raise KeyboardInterrupt
 

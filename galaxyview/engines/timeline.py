@@ -7,9 +7,12 @@ from __future__ import annotations
 from galaxyview.errors import EngineError, ParameterError
 
 
+BUDGET_BYTES = 2_000_000_000  # at most this much memory for kept states (the oldest go first)
+
+
 class Timeline:
-    def __init__(self, capacity: int = 32, every: int = 10):
-        self.capacity, self.every = 1, 1
+    def __init__(self, capacity: int = 32, every: int = 10, budget_bytes: int = BUDGET_BYTES):
+        self.capacity, self.every, self.budget = 1, 1, int(budget_bytes)
         self.entries: list = []  # Checkpoints, oldest first
         self.position: int | None = None  # the entry restored last, until the next step
         self.configure(capacity, every)
@@ -63,8 +66,15 @@ class Timeline:
         self.position = index
         return cp
 
+    @property
+    def limit(self) -> int:
+        """States kept at most: the capacity, or fewer when they would outgrow the budget."""
+        if not self.entries:
+            return self.capacity
+        return max(1, min(self.capacity, self.budget // max(self.entries[-1].nbytes, 1)))
+
     def _trim(self) -> None:
-        while len(self.entries) > self.capacity:
+        while len(self.entries) > self.limit:
             self.entries.pop(0).free()
             if self.position is not None:
                 self.position = max(self.position - 1, 0)
@@ -81,14 +91,14 @@ class Timeline:
         return sum(cp.nbytes for cp in self.entries)
 
     def budget_bytes(self) -> int:
-        """Memory at capacity, from the size of one checkpoint."""
-        return self.entries[-1].nbytes * self.capacity if self.entries else 0
+        """Memory when full, from the size of one checkpoint."""
+        return self.entries[-1].nbytes * self.limit if self.entries else 0
 
     def describe(self) -> str:
         if not self.entries:
             return "timeline: nothing kept yet"
         where = "GPU" if self.entries[-1].on_device else "host"
-        return (f"{len(self.entries)}/{self.capacity} states every {self.every} steps, "
+        return (f"{len(self.entries)}/{self.limit} states every {self.every} steps, "
                 f"{_size(self.nbytes)} of {_size(self.budget_bytes())} ({where} memory)")
 
 
