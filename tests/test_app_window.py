@@ -286,3 +286,9 @@ def test_timeline_scrub_rewinds_and_a_branch_follows_in_the_energy_plot(window, 
     assert window.sim.engine.params.theta == pytest.approx(0.3)
     # the plot shows the branch: up to the rewind, the marker there, then the new history
     assert window.plot.markers[-1] == (target, "θ=0.3")
+
+
+def test_hud_says_which_engine_runs_and_why(window):
+    window.hud.show_info(window.hud_info())
+    assert window.sim.why == "CPU engine (asked for)"
+    assert "CPU engine (asked for) · host upload" in window.hud.text()

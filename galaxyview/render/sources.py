@@ -169,8 +169,8 @@ class DeviceSource:
                 if not self.through_host and size < n * VERTEX_DTYPE.itemsize:
                     raise RenderError(f"GL vertex buffer holds {size} bytes, {n} particles "
                                       f"need {n * VERTEX_DTYPE.itemsize}")
-                if host is not None:
-                    self._cuda.memcpy_htod_async(ptr, host, self.stream)
+                if host is not None:  # through page-locked memory, ordered on the stream
+                    self._cuda.memcpy_htod_async(ptr, self._staged(host), self.stream)
                 else:
                     self._pack_into(ptr, arrays, mode)
             finally:
@@ -184,17 +184,26 @@ class DeviceSource:
                           arrays.pos4, arrays.vel4, arrays.acc4, ptr, n, int(self.stride),
                           DEVICE_VALUES.get(mode, 0), stream=self.stream)
 
+    def _pinned(self, n: int) -> np.ndarray:
+        """The page-locked host buffer of n vertices."""
+        if self._host_vertices is None or len(self._host_vertices) != n:
+            self._host_vertices = self._cuda.pagelocked_empty(n, VERTEX_DTYPE)
+        return self._host_vertices
+
+    def _staged(self, vertices: np.ndarray) -> np.ndarray:
+        """`vertices` copied into the page-locked host buffer."""
+        buf = self._pinned(len(vertices))
+        buf[:] = vertices
+        return buf
+
     def _upload_through_host(self, arrays, host, mode: str) -> None:
         """No interop and no splat: vertices to GL through the host."""
         if host is None:
-            n = arrays.n
             ptr = int(self._device_vertices)
             self._pack_into(ptr, arrays, mode)
-            if self._host_vertices is None or len(self._host_vertices) != n:
-                self._host_vertices = self._cuda.pagelocked_empty(n, VERTEX_DTYPE)
-            self._cuda.memcpy_dtoh_async(self._host_vertices, ptr, self.stream)
+            host = self._pinned(arrays.n)
+            self._cuda.memcpy_dtoh_async(host, ptr, self.stream)
             self.stream.synchronize()
-            host = self._host_vertices
         self.renderer.upload(host, mode)
 
     def light(self, camera, look, size):
