@@ -6,11 +6,13 @@ A cost model, not a measurement at start-up, so the same scene gives the same pa
 every machine (the window and `galaxyview record` then show the same particles):
 
     step seconds  = CPU_STEP_S_PER_PARTICLE * n * (0.75 / theta)^2
-    frame seconds = max(FRAME_S, steps_per_frame * step seconds + HOST_S_PER_PARTICLE * n)
+    frame seconds = max(FRAME_S, steps_per_frame * step seconds + FRAME_OVERHEAD_S
+                                 + HOST_S_PER_PARTICLE * n)
 
 CPU_STEP_S_PER_PARTICLE was measured with the numpy engine on 2 cores (antennae and plummer,
-4k-16k particles, theta 0.75: 18-20 us a particle a step); a faster machine or engine only
-plays the story sooner.
+4k-16k particles, theta 0.75: 18-24 us a particle a step); FRAME_OVERHEAD_S is the window's
+work per frame besides stepping (energies, the force-error check, drawing). A faster machine
+or engine only plays the story sooner.
 """
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ import math
 from dataclasses import dataclass
 
 STORY_WALL_S = 60.0
-CPU_STEP_S_PER_PARTICLE = 20e-6
+CPU_STEP_S_PER_PARTICLE = 24e-6
 HOST_S_PER_PARTICLE = 0.4e-6  # state copy, vertices and upload of a drawn frame
+FRAME_OVERHEAD_S = 0.01
 REFERENCE_THETA = 0.75
 FRAME_S = 0.015  # the window's frame timer (app/playback.py FRAME_MS)
 N_MIN = 2000  # fewer particles show no galaxy; the story then takes longer than the minute
@@ -45,7 +48,8 @@ def step_seconds(n: int, theta: float) -> float:
 
 
 def story_wall_seconds(n: int, steps_per_frame: int, story_steps: int, theta: float) -> float:
-    frame = max(FRAME_S, steps_per_frame * step_seconds(n, theta) + HOST_S_PER_PARTICLE * n)
+    frame = max(FRAME_S, steps_per_frame * step_seconds(n, theta) + FRAME_OVERHEAD_S
+                + HOST_S_PER_PARTICLE * n)
     return math.ceil(story_steps / steps_per_frame) * frame
 
 
@@ -58,7 +62,7 @@ def cpu_pace(story_time: float, dt: float, theta: float, n: int | None = None,
     steps = max(1, math.ceil(story_time / dt - 1e-9))
     if n is None:  # the most particles whose steps fit the minute, one step a frame
         per_particle = step_seconds(1, theta) + HOST_S_PER_PARTICLE
-        n = int(wall_s / (steps * per_particle)) // ROUND * ROUND
+        n = int((wall_s / steps - FRAME_OVERHEAD_S) / per_particle) // ROUND * ROUND
         n = min(max(n, N_MIN), N_MAX)
     # enough steps a frame that a frame carries at least a timer period of stepping
     m = max(1, math.ceil(FRAME_S / max(step_seconds(n, theta), 1e-12) - 1e-9))
