@@ -1,7 +1,8 @@
 // Vertex data for the renderer, written straight into a mapped GL buffer (CUDA-GL interop).
-// In: the engine's pos4 (x, y, z, mass) and vel4 (vx, vy, vz, component code as float).
-// Out: 5 floats per particle, galaxyview.render.particles.VERTEX_DTYPE:
-//   x, y, z, component, speed.
+// In: the engine's pos4 (x, y, z, mass), vel4 (vx, vy, vz, component code as float) and acc4
+// (ax, ay, az, potential). Out: 5 floats per particle, galaxyview.render.particles.VERTEX_DTYPE:
+//   x, y, z, component, value; value (render/colour.py DEVICE_VALUES): 0 speed, 1 potential,
+//   2 specific binding energy v^2/2 + potential.
 // Vertex j is particle (j * stride) mod n. The engine keeps particles in Morton-key order, so
 // neighbours in the buffer land on the same pixels; blending such runs back to back stalls on
 // each pixel's read-modify-write. A stride coprime with n (a large prime) scatters them;
@@ -9,8 +10,9 @@
 
 extern "C" __global__ void pack_vertices(const float4 *__restrict__ pos4,
                                          const float4 *__restrict__ vel4,
+                                         const float4 *__restrict__ acc4,
                                          float *__restrict__ out, int n,
-                                         unsigned long long stride)
+                                         unsigned long long stride, int value)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n)
@@ -23,5 +25,6 @@ extern "C" __global__ void pack_vertices(const float4 *__restrict__ pos4,
     o[1] = p.y;
     o[2] = p.z;
     o[3] = v.w;
-    o[4] = sqrtf(v.x * v.x + v.y * v.y + v.z * v.z);
+    float v2 = v.x * v.x + v.y * v.y + v.z * v.z;
+    o[4] = value == 0 ? sqrtf(v2) : value == 1 ? acc4[i].w : 0.5f * v2 + acc4[i].w;
 }

@@ -1,26 +1,21 @@
 // Particle light splatted by CUDA straight into a mapped GL pixel buffer (the GPU engine's
 // draw path): the same gaussian sprites as shaders/particles.{vert,frag}, summed with atomics
 // instead of GL blending, which serialises on the dense cores of galaxies. The particles are
-// read from the mapped GL vertex buffer (5 floats each: x, y, z, component, speed), which
+// read from the mapped GL vertex buffer (5 floats each: x, y, z, component, value), which
 // kernels/render_pack.cu filled, so drawing never touches the engine's arrays.
 //
-// P (floats): [0, 16) model-view-projection, row major, for column vectors; [16, 48) rgb and
-// weight per component code; 48 point size (px); 49 light per particle; 50 colour mode
-// (0 component, 1 speed); 51 speed at the top of the colour map.
+// P (floats, render/splat.py): [0, 16) model-view-projection, row major, for column vectors;
+// [16, 48) rgb and weight per component code; 48 point size (px); 49 light per particle;
+// 50 colour mode (0 component, 1 galaxy: value is the galaxy index, 2 colour map);
+// 51, 52 value at the low and high end of the colour map; [56, 80) rgb per galaxy (8,
+// wrapping); [80, 848) the colour map, 256 rgb entries (render/look.py colour_lut).
 // light: width x height float4 (rgb, unused), row 0 at the bottom as in GL textures.
 
 #define MAX_RADIUS 32
 
-__device__ float3 speed_colour(float t)
-{
-    t = fminf(fmaxf(t, 0.f), 1.f) * 4.f;
-    const float3 c[5] = {{0.15f, 0.25f, 1.f}, {0.2f, 0.9f, 1.f}, {1.f, 1.f, 1.f},
-                         {1.f, 0.85f, 0.25f}, {1.f, 0.25f, 0.1f}};
-    int k = min((int)t, 3);
-    float f = t - k;
-    return make_float3(c[k].x + f * (c[k + 1].x - c[k].x), c[k].y + f * (c[k + 1].y - c[k].y),
-                       c[k].z + f * (c[k + 1].z - c[k].z));
-}
+#define P_GALAXY 56
+#define P_LUT 80
+#define LUT_SIZE 256
 
 __device__ __forceinline__ void add(float4 *p, float r, float g, float b)
 {
@@ -51,9 +46,15 @@ extern "C" __global__ void splat(const float *__restrict__ verts, int n,
     int code = min(max((int)(q[3] + 0.5f), 0), 7);
     const float *cwt = P + 16 + 4 * code;
     float size = code == 3 ? 2.5f * P[48] : P[48];
-    float3 rgb = make_float3(cwt[0], cwt[1], cwt[2]);
-    if (P[50] != 0.f)
-        rgb = speed_colour(q[4] / P[51]);
+    const float *c = cwt;
+    int mode = (int)P[50];
+    if (mode == 1) {
+        c = P + P_GALAXY + 3 * (((int)(fmaxf(q[4], 0.f) + 0.5f)) & 7);
+    } else if (mode == 2) {
+        float t = fminf(fmaxf((q[4] - P[51]) / (P[52] - P[51]), 0.f), 1.f);
+        c = P + P_LUT + 3 * (int)(t * (LUT_SIZE - 1) + 0.5f);
+    }
+    float3 rgb = make_float3(c[0], c[1], c[2]);
     float s = cwt[3] * P[49] * 9.f / fmaxf(size * size, 1.f);
     float xw = (cx / cw + 1.f) * 0.5f * width, yw = (cy / cw + 1.f) * 0.5f * height;
     float half = 0.5f * size, inv = 1.f / half;

@@ -155,7 +155,7 @@ def test_keyboard_shortcuts(window, qtbot):
     qtbot.keyClick(window, Qt.Key.Key_B)
     assert window.look.boxes
     qtbot.keyClick(window, Qt.Key.Key_C)
-    assert window.look.colour_mode == "speed"
+    assert window.look.colour_mode == "galaxy"  # the next mode
     qtbot.keyClick(window, Qt.Key.Key_G)
     assert window.canvas.fly_mode
     exposure = window.look.exposure
@@ -222,3 +222,73 @@ def test_window_closes_cleanly(qtbot):
     assert w.close()
     assert wait_for_workers(WAIT_MS) and worker.isFinished()
     assert w.worker is None and w.sim is None
+
+
+def test_colour_by_property_while_paused_with_a_colour_bar(window, qtbot):
+    from galaxyview.render.colour import LABELS, auto_range, engine_values
+    from galaxyview.render.look import COLOUR_MODES
+
+    p, r = window.panel, window.canvas.renderer
+    assert [p.colour.itemText(i) for i in range(p.colour.count())] == list(COLOUR_MODES)
+    assert not window.playing
+    for mode in ("density", "energy", "galaxy"):
+        p.colour.setCurrentText(mode)
+        qtbot.waitUntil(lambda: r.vertex_mode == mode and idle(window), timeout=WAIT_MS)
+        window._show_overlays()
+        bar = window.colour_bar
+        assert bar.isVisible() and bar.title == LABELS[mode]
+        with window.worker.engine_lock:
+            expected = auto_range(mode, engine_values(window.sim.engine, mode))
+        assert r.colour_range(mode) == pytest.approx(expected)
+        assert (bar.ends[0] != "") == (mode != "galaxy")
+    p.colour_map.setCurrentText("fire")
+    assert window.look.colour_map == "fire"
+
+
+def test_live_force_error_follows_theta_in_the_hud(window, qtbot):
+    s = window.session
+    qtbot.waitUntil(lambda: s.accuracy is not None, timeout=WAIT_MS)
+    first = s.accuracy
+    window.set_param("theta", 0.2)  # far more accurate: checked at once
+    qtbot.waitUntil(lambda: s.accuracy is not first and s.accuracy.p50 < first.p50 / 2,
+                    timeout=WAIT_MS)
+    window.hud.show_info(window.hud_info())
+    assert "force error p50" in window.hud.text() and "sampled" in window.hud.text()
+    window.panel.accuracy.setChecked(False)
+    window.hud.show_info(window.hud_info())
+    assert "force error" not in window.hud.text() and s.worker.accuracy_targets is None
+
+
+def test_timeline_scrub_rewinds_and_a_branch_follows_in_the_energy_plot(window, qtbot):
+    bar, s = window.timeline_bar, window.session
+    bar.every.setValue(2)
+    window.panel.steps_per_frame.setValue(2)
+    window.set_playing(True)
+    qtbot.waitUntil(lambda: len(bar.times) >= 4, timeout=WAIT_MS)
+    window.set_playing(False)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    t_end = s.last.time
+    before = bar.times
+    target = before[1]
+    bar.slider.setValue(1)
+    bar.rewind.emit(1)  # as letting go of the slider does
+    qtbot.waitUntil(lambda: s.last.kind == "rewind" and idle(window), timeout=WAIT_MS)
+    assert s.last.time == target and window.sim.engine.time == target
+    assert max(t for t, _ in window.plot.points) <= target < t_end
+    assert "states every 2 steps" in bar.label.text() and "host memory" in bar.label.text()
+    window.set_param("theta", 0.3)  # what if
+    window.set_playing(True)
+    qtbot.waitUntil(lambda: max(t for t, _ in window.plot.points) > t_end, timeout=WAIT_MS)
+    window.set_playing(False)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    kept = bar.times
+    assert kept[:2] == before[:2] and all(b > a for a, b in zip(kept, kept[1:]))
+    assert window.sim.engine.params.theta == pytest.approx(0.3)
+    # the plot shows the branch: up to the rewind, the marker there, then the new history
+    assert window.plot.markers[-1] == (target, "θ=0.3")
+
+
+def test_hud_says_which_engine_runs_and_why(window):
+    window.hud.show_info(window.hud_info())
+    assert window.sim.why == "CPU engine (asked for)"
+    assert "CPU engine (asked for) · host upload" in window.hud.text()

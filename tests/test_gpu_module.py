@@ -34,7 +34,7 @@ def test_launch_formats_are_read_off_the_kernel_sources():
     assert kernel_formats(module.source_text(LEAPFROG)) == EXPECTED
     assert kernel_formats(read_kernel("integrator_hermite.cu")) == HERMITE
     render = kernel_formats((kernels_dir() / "render_pack.cu").read_text())
-    assert render == {"pack_vertices": "PPPiQ"}
+    assert render == {"pack_vertices": "PPPPiQi"}  # pos4, vel4, acc4, out, n, stride, value
     assert kernel_formats((kernels_dir() / "render_splat.cu").read_text()) == {"splat": "PiPPii"}
 
 

@@ -55,7 +55,7 @@ def test_gl_buffer_holds_the_engine_positions_after_a_step(gpu_scene):
     assert len(np.unique(src)) == N
     assert np.array_equal(verts["a_position"], pos4[src, :3])
     assert np.array_equal(verts["a_component"], vel4[src, 3])
-    assert np.allclose(verts["a_speed"], np.linalg.norm(vel4[src, :3], axis=1), rtol=1e-6)
+    assert np.allclose(verts["a_value"], np.linalg.norm(vel4[src, :3], axis=1), rtol=1e-6)
     # the same particles as the engine's host state, whatever order the engine keeps them in
     state = engine.state()
     assert np.array_equal(_rows_sorted(verts["a_position"]), _rows_sorted(state.pos))
@@ -94,7 +94,9 @@ def test_cuda_splat_draws_what_gl_sprites_draw(gpu_scene):
     engine, renderer = gpu_scene
     source, pr = renderer.source, renderer._renderer
     assert source.splatter is not None, source.splat_error
-    for mode in ("component", "speed"):
+    from galaxyview.render.look import COLOUR_MODES
+
+    for mode in COLOUR_MODES:  # galaxy and density through the host, the others on the device
         renderer.look.colour_mode = mode
         splat = renderer.draw().astype(int)
         pr.light_source = None  # the GL sprite path
@@ -105,3 +107,28 @@ def test_cuda_splat_draws_what_gl_sprites_draw(gpu_scene):
         diff = np.abs(splat - sprites)
         assert (splat.max(axis=-1) > 40).mean() > 0.01
         assert diff.mean() < 1.0 and np.percentile(diff, 99.9) <= 12, (mode, diff.max())
+
+
+def test_device_values_for_potential_and_energy(gpu_scene):
+    """render_pack.cu writes the potential and v^2/2 + phi from the engine's acc4 and vel4."""
+    import pycuda.driver as cuda
+
+    engine, renderer = gpu_scene
+    arrays = engine.device_view().particles()
+    acc4 = np.empty((arrays.n, 4), np.float32)
+    with engine.activate():
+        cuda.memcpy_dtoh(acc4, arrays.acc4)
+    pos4, vel4 = _device_pos4(engine)
+    j = np.arange(N, dtype=np.uint64)
+    src = (j * np.uint64(renderer.source.stride) % np.uint64(N)).astype(np.int64)
+    phi = acc4[src, 3]
+    v2 = (vel4[src, :3].astype(np.float64) ** 2).sum(axis=1)
+    try:
+        for mode, expected in (("potential", phi), ("energy", 0.5 * v2 + phi)):
+            renderer.look.colour_mode = mode
+            renderer.draw()
+            got = renderer.read_vertices()["a_value"]
+            assert np.allclose(got, expected, rtol=1e-5, atol=1e-6), mode
+            assert renderer._renderer.ranges[mode][0] < renderer._renderer.ranges[mode][1]
+    finally:
+        renderer.look.colour_mode = "component"

@@ -209,3 +209,33 @@ def test_record_plays_an_archive_back_without_simulating(tmp_path, capsys):
     for a, b in zip(frames, live_frames):
         assert np.abs(a.astype(int) - b).mean() < 1.0
     assert "playback of 4 stored snapshots" in capsys.readouterr().err
+
+
+def test_camera_path_moves_the_camera_of_each_frame(tmp_path, capsys):
+    from galaxyview.render.camera_path import CameraPath, Keyframe
+    from galaxyview.render.offscreen import OffscreenRenderer
+
+    path = CameraPath([Keyframe(0.0, (0, -4, 1.5), (0, 0, 0), 45.0),
+                       Keyframe(0.02, (3, -2, 0.5), (0.1, 0, 0), 30.0)])
+    frames = record_raw(4, steps_per_frame=3, camera_path=path)[0]
+    sim = open_simulation("cold-collapse", "cpu", 1500)  # the same, by hand
+    with OffscreenRenderer(160, 96) as r:
+        r.attach(sim.engine)
+        for i, rgb in enumerate(frames):
+            if i:
+                sim.engine.step(3)
+            path.apply(r.camera, sim.engine.time)
+            assert np.array_equal(r.draw(), rgb), i
+    sim.close()
+    assert not np.array_equal(frames[0], frames[-1])
+
+    f = tmp_path / "path.toml"
+    path.save(f)
+    out = tmp_path / "path.mp4"
+    assert run_cli([*SCENE, "-o", str(out), "--frames", "3", *SIZE, "--camera-path", str(f)]) == 0
+    assert len(read_movie(out)[1]) == 3
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[keyframe]]\ntime = 0\neye = [0, 0, 0]\ntarget = [0, 0, 0]\n")
+    out2 = tmp_path / "bad.mp4"
+    assert run_cli([*SCENE, "-o", str(out2), "--frames", "3", *SIZE, "--camera-path", str(bad)]) == 2
+    assert "eye sits on the target" in capsys.readouterr().err and not out2.exists()

@@ -51,7 +51,8 @@ def test_shipped_scenes_are_listed_sorted():
 @pytest.mark.parametrize("name", [name for name, _, _ in shipped_scenes()])
 def test_each_shipped_scene_builds_deterministically(name):
     scene = load_scene(name)
-    assert scene.default_n("cpu") == scene.n_cpu and scene.default_n("gpu") == scene.n_gpu
+    cpu_n = scene.n_cpu if scene.n_cpu is not None else scene.cpu_pace().n
+    assert scene.default_n("cpu") == cpu_n and scene.default_n("gpu") == scene.n_gpu
     a, b = scene.build(512), scene.build(512)
     assert a.n == b.n and abs(a.n - 512) <= 0.1 * 512
     for field in ("pos", "vel", "mass", "component", "galaxy"):
@@ -120,6 +121,8 @@ BAD = [  # (change to GOOD, words the message must hold)
     (('seed = 7', 'seed = -1'), ["scene.seed = -1", "must be an integer in [0,"]),
     (('n_gpu = 5000', 'n_gpu = 0'), ["scene.n_gpu = 0", "in [1,"]),
     (('n_cpu = 300', 'n_cpu = 3.5'), ["scene.n_cpu = 3.5", "must be an integer"]),
+    (('n_cpu = 300\n', ''), ["scene.n_cpu is missing", "unless scene.story_time"]),
+    (('n_cpu = 300', 'story_time = 0'), ["scene.story_time = 0", "must be > 0"]),
     (('theta = 0.5', 'theta = 2.0'), ["params.theta = 2.0", "(0, 1.5]"]),
     (('dt = 0.01', 'dt = 0'), ["params.dt = 0", "must be > 0"]),
     (('eps = 0.02', 'eps = -0.1'), ["params.eps = -0.1", "must be in [0, 1e+19]"]),

@@ -21,6 +21,12 @@ class EnergyPlot(QWidget):
         self.markers.clear()
         self.update()
 
+    def truncate(self, t: float) -> None:
+        """Forget what came after time t (a rewind: the plot follows the new branch)."""
+        self.points = [p for p in self.points if p[0] <= t]
+        self.markers = [m for m in self.markers if m[0] <= t]
+        self.update()
+
     def add_point(self, t: float, error: float) -> None:
         self.points.append((t, error))
         if len(self.points) > MAX_POINTS:  # keep the whole run at half resolution

@@ -17,9 +17,12 @@ class HudInfo:
     time_myr: float | None = None  # when the scene has physical units
     energy_error: float | None = None  # (E - E0) / |E0|
     engine: str = ""
+    why: str = ""  # which engine runs and why (Simulation.why)
     path: str = ""  # how positions reach the GL buffer
     modules: str = ""  # modules_line() of the engine
     blocks: str = ""  # blocks_line() of block time steps, if the integrator has them
+    notice: str = ""  # a drawing problem and its fix (e.g. CUDA-GL interop unavailable)
+    accuracy: object = None  # the live force check (jobs.accuracy.LiveAccuracy)
     playing: bool = False
     recording: bool = False
 
@@ -47,7 +50,8 @@ def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
         fps=canvas.frame_rate, step_ms=f.step_ms if f and f.step_ms else 0.0,
         draw_ms=canvas.draw_ms, n=engine.n, time=t,
         time_myr=t * units.time_myr if units else None, energy_error=session.energy_error,
-        engine=engine.device_name, path=session.source.path,
+        engine=engine.device_name, why=session.sim.why, path=session.source.path,
+        notice=session.source.notice or "", accuracy=session.accuracy,
         modules=modules_line(engine.modules),
         blocks=blocks_line(f.time_steps) if f else "", playing=playing, recording=recording)
 
@@ -64,10 +68,13 @@ def hud_text(info: HudInfo) -> str:
         f"{info.fps:5.1f} fps   step {info.step_ms:7.2f} ms   draw {info.draw_ms:6.2f} ms",
         f"N = {info.n:,}   {t}",
         f"{de}   {state}",
-        f"{info.engine} · {info.path}",
+        f"{info.why or info.engine} · {info.path}",
     ]
-    lines += [line for line in (info.modules, info.blocks) if line]
-    return "\n".join(lines)
+    a = info.accuracy
+    if a is not None:
+        lines.append(f"force error p50 {a.p50:.1e}  p99 {a.p99:.1e}  ({a.sample:,} sampled, "
+                     f"{a.ms:.1f} ms)")
+    return "\n".join(lines + [x for x in (info.modules, info.blocks, info.notice) if x])
 
 
 class Hud(QLabel):

@@ -26,6 +26,9 @@ class LookActions:
             return
         for key in changes:
             setattr(self.look, key, getattr(candidate, key))
+        if "colour_mode" in changes and self.session is not None:
+            self.worker.colour_mode = self.look.colour_mode
+            self.worker.measure()  # vertices with the new values, also while paused
         self._dirty = True
 
     def _box_levels_changed(self) -> None:
@@ -40,8 +43,16 @@ class LookActions:
         self.set_look(box_levels=(lo, hi))
 
     def toggle_colour(self) -> None:
-        other = COLOUR_MODES[1 - COLOUR_MODES.index(self.look.colour_mode)]
-        self.panel.colour.setCurrentText(other)
+        """The next colour mode (C)."""
+        i = COLOUR_MODES.index(self.look.colour_mode)
+        self.panel.colour.setCurrentText(COLOUR_MODES[(i + 1) % len(COLOUR_MODES)])
+
+    def show_colour_bar(self) -> None:
+        r, sim = self.canvas.renderer, self.sim
+        galaxies = sim.initial.meta.get("galaxies", ()) if sim is not None else ()
+        mode = self.look.colour_mode
+        self.colour_bar.show_for(mode, self.look.colour_map, r.colour_range(mode),
+                                 tuple(str(g) for g in galaxies))
 
     def scale_exposure(self, factor: float) -> None:
         value = min(max(self.look.exposure * factor, 0.01), 100.0)

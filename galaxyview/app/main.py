@@ -1,6 +1,7 @@
 """Start the viewer: a Qt application with one window; --screenshot runs K frames and saves."""
 from __future__ import annotations
 
+import signal
 import sys
 import time
 import traceback
@@ -8,6 +9,8 @@ import traceback
 from PyQt6.QtCore import QTimer
 from PyQt6.QtWidgets import QApplication
 
+from galaxyview.app import settings
+from galaxyview.app.platform import opengl_problem
 from galaxyview.app.window import MainWindow, ViewOptions, save_png, wait_for_workers
 from galaxyview.errors import GalaxyviewError
 
@@ -51,7 +54,7 @@ class ScreenshotRun:
                 save_png(self.path, w.canvas.render_image())
                 rate = w.step_frames / (time.perf_counter() - self._t0)
                 print(f"screenshot: {self.path} ({w.step_frames} frames, {rate:.1f} frames/s, "
-                      f"{w.sim.engine.n} particles, {w.session.source.path})")
+                      f"{w.sim.engine.n} particles, {w.sim.why}, {w.session.source.path})")
                 self._finish(0)
             except GalaxyviewError as exc:
                 print(f"galaxyview: error: {exc}", file=sys.stderr)
@@ -76,26 +79,113 @@ def _report_unexpected(window):
     return hook
 
 
-def run_window(options: ViewOptions, screenshot=None, frames: int = 10,
-               steps_per_frame: int = 1) -> int:
-    """Open the window on options.source; returns the exit code. Errors before the window
-    opens (a bad scene, no GPU) raise GalaxyviewError."""
+class QuitOnSignal:
+    """Ctrl-C (SIGINT) and SIGTERM close the window like Ctrl+Q; `code` is then 128 + signal
+    (130, 143). Python runs signal handlers only between its own bytecodes, so a timer hands
+    it control a few times a second while Qt's event loop runs."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, window):
+        self.window, self.code = window, None
+        self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        self._timer = QTimer()
+        self._timer.setInterval(100)
+        self._timer.timeout.connect(lambda: None)
+        self._timer.start()
+
+    def _handle(self, signum, _frame) -> None:
+        if self.code is None:
+            self.code = 128 + signum
+            print(f"galaxyview: {signal.Signals(signum).name}: closing the window",
+                  file=sys.stderr)
+            QTimer.singleShot(0, self.window.close)  # from the event loop, not the handler
+        else:  # a second signal while closing: stop waiting
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        self._timer.stop()
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+
+
+def _announce(window: MainWindow, playing: bool) -> None:
+    sim = window.sim
+    state = "playing (space pauses)" if playing else "paused"
+    print(f"galaxyview: {sim.name}: {sim.engine.n:,} particles, {sim.why}; "
+          f"{window.steps_per_frame} step(s) per frame; {state}; Ctrl-C or Ctrl+Q quits",
+          flush=True)
+
+
+def _application() -> QApplication:
+    """The QApplication, once Qt has shown it can give an OpenGL context."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("galaxyview")
-    window = MainWindow(options)
-    window.panel.steps_per_frame.setValue(steps_per_frame)
+    app.setOrganizationName("galaxyview")
+    problem = opengl_problem()
+    if problem:
+        raise GalaxyviewError(problem)
+    return app
+
+
+def _exec(app, window) -> int | None:
+    """Run the event loop; the signal's exit code when SIGINT or SIGTERM closed the window."""
+    previous_hook, sys.excepthook = sys.excepthook, _report_unexpected(window)
+    quit_on = QuitOnSignal(window)
     try:
-        window.open_source(options.source or default_source(), options.n)
+        app.exec()
+    finally:
+        sys.excepthook = previous_hook
+        quit_on.restore()
+    wait_for_workers()
+    return quit_on.code
+
+
+def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
+    """Open the window on options.source, playing; returns the exit code (130 or 143 when
+    closed by SIGINT or SIGTERM). Errors before the window opens (a bad scene, no GPU, no
+    OpenGL) raise GalaxyviewError."""
+    app = _application()
+    window = MainWindow(options, settings.open_settings())
+    try:
+        window.open_source(options.source or window.settings_source() or default_source(),
+                           options.n)
     except BaseException:
         window.close()
         wait_for_workers()
         raise
     window.show()
-    previous_hook, sys.excepthook = sys.excepthook, _report_unexpected(window)
-    run = ScreenshotRun(window, screenshot, frames) if screenshot else None
-    try:
-        app.exec()
-    finally:
-        sys.excepthook = previous_hook
-    wait_for_workers()
+    if screenshot:
+        run = ScreenshotRun(window, screenshot, frames)
+    else:
+        run = None
+        window.set_playing(True)
+        _announce(window, True)
+    code = _exec(app, window)
+    last = window.final_frame
+    if run is None and last is not None:
+        print(f"galaxyview: closed after {last.steps_done} steps (t = {last.time:.4g} N-body)",
+              flush=True)
+    if code is not None:
+        return code
     return run.result if run is not None and run.result is not None else 0
+
+
+def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int = 0) -> int:
+    """Play `playlist` (model/playlist.py) until closed, or for `items` scenes; returns the
+    exit code (1 when no scene of it could be opened)."""
+    from galaxyview.app.show import ShowController
+
+    app = _application()
+    window = MainWindow(options)
+    show = ShowController(window, playlist, fullscreen, items)
+    print(f"galaxyview show: {len(playlist.items)} scenes from {playlist.source}; any key or "
+          f"mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
+    show.start()
+    if not window.isVisible():  # nothing could be opened
+        wait_for_workers()
+        return 1
+    code = _exec(app, window)
+    if code is not None:
+        return code
+    return 0 if show.shown_items else 1

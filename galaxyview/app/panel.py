@@ -6,8 +6,9 @@ from PyQt6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBox
                              QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from galaxyview.app.controls import NumberControl
+from galaxyview.app.keyframes import KeyframeBox
 from galaxyview.model.params import THETA_MAX
-from galaxyview.render.look import COLOUR_MODES, MAX_TREE_LEVEL, TONE_MAPS, Look
+from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, MAX_TREE_LEVEL, TONE_MAPS, Look
 
 N_MAX = 2**28
 
@@ -60,6 +61,11 @@ class ControlPanel(QWidget):
         self.eps = NumberControl(1e-4, 2.0, 0.05, decimals=4, log=True, zero_at_min=True)
         self.eps.setToolTip("Plummer softening length (N-body units)")
         form.addRow("ε", self.eps)
+        self.accuracy = QCheckBox("Force error readout")
+        self.accuracy.setChecked(True)
+        self.accuracy.setToolTip("Tree force error against direct summation on a random "
+                                 "sample, live in the HUD (a few times a second at most)")
+        form.addRow(self.accuracy)
 
         form = _group("Run", layout)
         row = QHBoxLayout()
@@ -89,6 +95,8 @@ class ControlPanel(QWidget):
         row.addWidget(self.auto_orbit)
         form.addRow(row)
         form.addRow(QLabel("drag: orbit · right/shift drag: pan · wheel: zoom"))
+        self.keyframes = KeyframeBox()
+        layout.addWidget(self.keyframes)
 
         form = _group("Look", layout)
         self.point_size = NumberControl(0.5, 16.0, look.point_size, decimals=1)
@@ -97,8 +105,15 @@ class ControlPanel(QWidget):
         form.addRow("Exposure", self.exposure)
         self.colour = QComboBox()
         self.colour.addItems(COLOUR_MODES)
-        self.colour.setToolTip("Colour by component or by speed (C)")
+        self.colour.setToolTip("Colour by component, galaxy of origin, speed, potential, "
+                               "binding energy or local density (C: the next one)")
         form.addRow("Colour by", self.colour)
+        self.colour_map = QComboBox()
+        self.colour_map.addItems(COLOUR_MAPS)
+        self.colour_map.setCurrentText(look.colour_map)
+        self.colour_map.setToolTip("Colour map (vispy.color) for speed, potential, energy and "
+                                   "density")
+        form.addRow("Colour map", self.colour_map)
         self.tone_map = QComboBox()
         self.tone_map.addItems(TONE_MAPS)
         form.addRow("Tone map", self.tone_map)

@@ -24,6 +24,12 @@ class PlaybackActions:
         if self.session is not None:
             self.session.post_steps(1)
 
+    def rewind(self, index: int) -> None:
+        """Back to kept state `index` of the timeline, paused."""
+        self.set_playing(False)
+        if self.session is not None:
+            self.worker.rewind(index)
+
     def reset(self) -> None:
         if self.session is not None:
             self.worker.reset()
@@ -34,7 +40,7 @@ class PlaybackActions:
             s.post_steps(self.steps_per_frame)
         pending = s is not None and s.frame is not None
         if (self._dirty or pending or self._fit_pending or self.canvas.auto_orbit_deg
-                or self.canvas.camera.following):
+                or self.canvas.camera.following or self.following_path):
             self._dirty = False
             self.canvas.update()
 
@@ -43,6 +49,9 @@ class PlaybackActions:
             return
         if frame.kind == "reset":
             self.plot.clear()
+        elif frame.kind == "rewind":
+            self.plot.truncate(frame.time)
+        self.timeline_bar.show_timeline(*frame.timeline)
         if frame.energy is not None:
             self.plot.add_point(frame.time, session.energy_error)
         self.scrub.follow(session)
@@ -57,5 +66,8 @@ class PlaybackActions:
         """In the GL context before each paint."""
         if self.session is not None and self.session.sync(self.look):
             self.step_frames += 1
+        if self.show_controller is not None:
+            self.show_controller.before_draw()
+        self.follow_path()
         if self._fit_pending:
             self.fit_camera()

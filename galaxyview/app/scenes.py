@@ -12,7 +12,6 @@ from PyQt6.QtWidgets import QFileDialog
 from galaxyview.app.hud import modules_line
 from galaxyview.app.session import Session
 from galaxyview.errors import GalaxyviewError
-from galaxyview.render.sources import speed_scale
 
 OPEN_FILTER = ("Scenes, snapshots and archives (*.toml *.h5 *.hdf5 *.tipsy *.std *.bin *.dat);;"
                "All files (*)")
@@ -29,6 +28,7 @@ class ViewOptions:
     eps: float | None = None
     gravity: str | None = None  # None: the integrator's choice
     engine: dict = field(default_factory=dict)  # device, integrator, boundary, collision
+    steps_per_frame: int | None = None  # None: the scene's CPU pace, else 1
 
 
 def _shipped():
@@ -59,19 +59,31 @@ class SceneActions:
         except MemoryError:
             raise GalaxyviewError(f"{source}: not enough memory for this many particles; "
                                   "choose a smaller particle count") from None
-        # command-line overrides (n, theta, dt, eps) apply to the first scene only
+        # command-line overrides (n, theta, dt, eps, steps per frame) apply to the first scene
         self.options = ViewOptions(backend=o.backend, gravity=o.gravity)
         if self.session is not None:
             self.session.close()
-        self.session = s = Session(sim, self.canvas)
+        self.session = s = Session(sim, self.canvas, self.panel.accuracy.isChecked())
         s.changed.connect(lambda frame, s=s: self._on_frame(s, frame))
         s.failed.connect(lambda msg, s=s: self._on_failed(s, msg))
         self.source_name = str(source)
         self.scrub.attach(s)
-        self.canvas.renderer.auto_speed_max = speed_scale(sim.initial.vel)
+        self.canvas.renderer.ranges.clear()  # colour map ranges come from the new scene
+        s.worker.colour_mode = self.look.colour_mode
+        bar = self.timeline_bar
+        s.worker.configure_timeline(bar.capacity.value(), bar.every.value())
         self.canvas.camera.fit(s.positions)
         self.plot.clear()
+        self.panel.steps_per_frame.setValue(o.steps_per_frame or self._paced_steps(sim))
         self._show_sim()
+
+    @staticmethod
+    def _paced_steps(sim) -> int:
+        """Steps per frame of the scene's CPU pace (model/pace.py); 1 on the GPU."""
+        if sim.scene is None or sim.engine.on_gpu:
+            return 1
+        pace = sim.scene.cpu_pace(sim.engine.n)
+        return pace.steps_per_frame if pace else 1
 
     def load(self, source: str, n: int | None = None) -> bool:
         """open_source() for the window: an error shows a dialog and the current scene runs on."""

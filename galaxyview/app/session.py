@@ -2,9 +2,12 @@
 buffer, the energy reference, and everything the GUI thread may touch of the engine."""
 from __future__ import annotations
 
+import sys
+
 from PyQt6.QtCore import QObject, pyqtSignal
 
 from galaxyview.app.worker import StepWorker
+from galaxyview.jobs.accuracy import live_sample
 from galaxyview.render.boxes import engine_boxes
 from galaxyview.render.sources import HostSource, framing_positions, make_source
 
@@ -21,7 +24,7 @@ class Session(QObject):
     changed = pyqtSignal(object)  # a Frame from the worker
     failed = pyqtSignal(str)
 
-    def __init__(self, sim, canvas):
+    def __init__(self, sim, canvas, check_accuracy: bool = True):
         super().__init__()
         self.sim, self.canvas = sim, canvas
         canvas.set_current()
@@ -32,11 +35,15 @@ class Session(QObject):
         w.failed.connect(self.failed)
         w.batch_failed.connect(self._on_batch_failed)
         self.frame = None  # newest state, not drawn yet
+        self.shown_time = float(sim.initial.time)  # simulation time of the state drawn
         self.last = None  # newest state reported
         self.e0 = None
         self.energy_error = None
+        self.accuracy = None  # the last live force check (jobs.accuracy.LiveAccuracy)
+        self.check_accuracy(check_accuracy)
         self.positions = framing_positions(sim.initial.pos, sim.initial.component)
         self._boxes_key = None
+        self._notice_said = False
         w.start()
         w.measure()  # the first picture and the reference energy
 
@@ -55,11 +62,20 @@ class Session(QObject):
         self.worker.post_steps(n)
         return True
 
+    def check_accuracy(self, on: bool) -> None:
+        """The live force-error readout on or off (a fixed random sample of particles)."""
+        engine = self.sim.engine
+        self.worker.accuracy_targets = live_sample(engine.n, engine.on_gpu) if on else None
+        if not on:
+            self.accuracy = None
+
     def _on_frame(self, frame) -> None:
+        if frame.accuracy is not None and self.worker.accuracy_targets is not None:
+            self.accuracy = frame.accuracy
         if frame.kind == "steps":
             self.worker.pending_steps -= 1
         self.last = frame
-        if frame.kind != "params":
+        if frame.kind not in ("params", "timeline"):
             self.frame = frame
         if frame.energy is not None:
             if self.e0 is None or frame.kind == "reset":
@@ -88,14 +104,16 @@ class Session(QObject):
             if self.host:
                 if frame.vertices is not None:
                     v = frame.vertices
-                    self.source.refresh(v)
+                    self.source.refresh(v, frame.colour_mode)
                     self.positions = framing_positions(v["a_position"], v["a_component"])
                 done = True
             else:
                 done, _ = self.try_engine(self.source.refresh)
             if done:
                 self.frame = None
+                self.shown_time = frame.time
                 shown = frame.kind == "steps"
+                self._say_notice()
         if look.boxes:
             key = (self.last.steps_done if self.last else -1, tuple(look.box_levels))
             if key != self._boxes_key:
@@ -104,6 +122,13 @@ class Session(QObject):
                     self.canvas.renderer.set_boxes(*(found or (None, None)))
                     self._boxes_key = key
         return shown
+
+    def _say_notice(self) -> None:
+        """Once, in the terminal, a drawing problem (the HUD shows it too)."""
+        if self.source.notice and not self._notice_said:
+            self._notice_said = True
+            print(f"galaxyview: {self.source.notice}\n  ({self.source.failure})",
+                  file=sys.stderr, flush=True)
 
     def fit_positions(self):
         """Positions to frame, or None while the worker is busy (GPU engine: a host copy)."""

@@ -6,8 +6,9 @@ from PyQt6.QtWidgets import QMessageBox
 
 SHORTCUTS = [
     ("Space", "play / pause"), ("N", "one step"), ("F", "fit the camera to the particles"),
-    ("B", "tree boxes on / off"), ("C", "colour by component / by speed"),
-    ("T", "turn the camera slowly"), ("G", "fly mode on / off"), ("[  ]", "exposure down / up"),
+    ("B", "tree boxes on / off"), ("C", "colour by the next property (component, galaxy, speed, ...)"),
+    ("T", "turn the camera slowly"), ("K", "add a camera keyframe"),
+    ("P", "camera follows the keyframe path on / off"), ("G", "fly mode on / off"), ("[  ]", "exposure down / up"),
     ("Arrows", "orbit (canvas focused)"), ("+  -", "zoom (canvas focused)"),
     ("W A S D Q E", "fly forward, left, back, right, down, up (fly mode)"),
     ("Mouse", "drag: orbit · right or shift drag: pan · wheel: zoom"),
@@ -41,8 +42,10 @@ def build_menus(w) -> None:
     action(m, "Fit camera", "F", w.fit_camera)
     action(m, "Fly mode", "G", p.fly.toggle)
     action(m, "Turn slowly", "T", p.auto_orbit.toggle)
+    action(m, "Add camera keyframe", "K", w.add_keyframe)
+    action(m, "Follow the camera path", "P", p.keyframes.follow.toggle)
     action(m, "Tree boxes", "B", p.boxes.toggle)
-    action(m, "Colour by component / speed", "C", w.toggle_colour)
+    action(m, "Colour by the next property", "C", w.toggle_colour)
     action(m, "Exposure down", "[", lambda: w.scale_exposure(1 / 1.25))
     action(m, "Exposure up", "]", lambda: w.scale_exposure(1.25))
     m = bar.addMenu("&Help")

@@ -8,9 +8,13 @@ from __future__ import annotations
 from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtWidgets import QMainWindow, QMessageBox, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
-from galaxyview.app import hud
+from galaxyview.app import hud, settings as stored
 from galaxyview.app.canvas import ViewerCanvas
+from galaxyview.app.colour_bar import ColourBar
 from galaxyview.app.energy_plot import EnergyPlot
+from galaxyview.app.timeline_bar import TimelineBar
+from galaxyview.engines.timeline import Timeline
+from galaxyview.app.keyframes import KeyframeActions
 from galaxyview.app.look_actions import LookActions
 from galaxyview.app.panel import ControlPanel
 from galaxyview.app.playback import FRAME_MS, PlaybackActions
@@ -27,17 +31,22 @@ AUTO_ORBIT_DEG = 0.25  # per drawn frame
 __all__ = ["MainWindow", "ViewOptions", "save_png", "wait_for_workers"]
 
 
-class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, QMainWindow):
-    def __init__(self, options: ViewOptions | None = None):
+class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, KeyframeActions,
+                 QMainWindow):
+    def __init__(self, options: ViewOptions | None = None, settings=None):
+        """settings: a QSettings to restore from and save to on close (None: neither)."""
         super().__init__()
         self.options = options or ViewOptions()
+        self.settings = settings
         self.setWindowTitle("galaxyview")
         self.look = Look()
         self.canvas = ViewerCanvas(self.look)
         self.canvas.before_draw = self._before_draw
         self.hud = hud.Hud(self.canvas.native)
+        self.colour_bar = ColourBar(self.canvas.native)
         self.plot = EnergyPlot()
         self.scrub = ScrubBar()
+        self.timeline_bar = TimelineBar(Timeline().capacity, Timeline().every)
         self.panel = ControlPanel(self.look)
         self.session: Session | None = None
         self.source_name = None
@@ -46,13 +55,19 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         self.step_frames = 0  # step batches drawn since the window opened
         self.recorder = None
         self.last_error = self.error_dialog = self.help_dialog = None
+        self.final_frame = None  # the last state reported before the window closed
+        self.show_controller = None  # app/show.py, in show mode
+        self.hud_enabled = True
         self._fit_pending = False
         self._dirty = True
         self._layout()
         self._connect()
+        self._connect_keyframes()
         build_menus(self)
+        if settings is not None:
+            stored.restore(self, settings)
         self.timer = self._every(FRAME_MS, self._tick)
-        self._hud_timer = self._every(HUD_MS, lambda: self.hud.show_info(self.hud_info()))
+        self._hud_timer = self._every(HUD_MS, self._show_overlays)
 
     def _every(self, ms: int, slot) -> QTimer:
         timer = QTimer(self)
@@ -68,13 +83,14 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         v.setContentsMargins(0, 0, 0, 0)
         v.addWidget(self.canvas.native, 5)
         v.addWidget(self.scrub)
+        v.addWidget(self.timeline_bar)
         v.addWidget(self.plot, 1)
         scroll = QScrollArea()
         scroll.setWidget(self.panel)
         scroll.setWidgetResizable(True)
         scroll.setMinimumWidth(self.panel.sizeHint().width() + 24)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        split = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(scroll)
         split.setStretchFactor(0, 4)
@@ -96,6 +112,8 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         for name in ("theta", "dt", "eps"):
             getattr(p, name).committed.connect(lambda v, name=name: self.set_param(name, v))
         p.play.toggled.connect(self.set_playing)
+        p.accuracy.toggled.connect(
+            lambda on: self.session is not None and self.session.check_accuracy(on))
         p.step.clicked.connect(self.single_step)
         p.steps_per_frame.valueChanged.connect(lambda v: setattr(self, "steps_per_frame", v))
         p.fit.clicked.connect(self.fit_camera)
@@ -105,11 +123,15 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         p.point_size.committed.connect(lambda v: self.set_look(point_size=v))
         p.exposure.committed.connect(lambda v: self.set_look(exposure=v))
         p.colour.currentTextChanged.connect(lambda t: self.set_look(colour_mode=t))
+        p.colour_map.currentTextChanged.connect(lambda t: self.set_look(colour_map=t))
         p.tone_map.currentTextChanged.connect(lambda t: self.set_look(tone_map=t))
         p.boxes.toggled.connect(lambda on: self.set_look(boxes=on))
         p.box_lo.valueChanged.connect(self._box_levels_changed)
         p.box_hi.valueChanged.connect(self._box_levels_changed)
         p.record.clicked.connect(self.record_clicked)
+        self.timeline_bar.rewind.connect(self.rewind)
+        self.timeline_bar.configured.connect(
+            lambda k, m: self.worker is not None and self.worker.configure_timeline(k, m))
 
     # -- the simulation --------------------------------------------------------------------------
     @property
@@ -133,15 +155,30 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, Q
         box.open()
         self.error_dialog = box
 
+    def _show_overlays(self) -> None:
+        if not self.hud_enabled:
+            return
+        self.hud.show_info(self.hud_info())
+        self.show_colour_bar()
+
     def hud_info(self) -> hud.HudInfo:
         return hud.describe(self.session, self.canvas, self.playing, self.recorder is not None)
 
+    def settings_source(self) -> str | None:
+        """The scene or snapshot shown when the window was last closed (None: not kept)."""
+        return stored.last_source(self.settings) if self.settings is not None else None
+
     def closeEvent(self, event) -> None:
+        if self.settings is not None:
+            stored.save(self, self.settings)
+        if self.show_controller is not None:
+            self.show_controller.stop()
         self.timer.stop()
         self._hud_timer.stop()
         if self.recorder is not None:
             self.stop_recording()
         if self.session is not None:
+            self.final_frame = self.session.last
             self.session.close()  # the worker ends after its current step, off the GUI thread
             self.session = None
         event.accept()

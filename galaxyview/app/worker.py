@@ -17,8 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 from PyQt6.QtCore import QThread, pyqtSignal
 
+from galaxyview.engines.timeline import Timeline
 from galaxyview.errors import GalaxyviewError
-from galaxyview.render.particles import host_vertices
+from galaxyview.jobs.accuracy import live_force_errors
+from galaxyview.render.sources import engine_vertices
 
 ENERGY_INTERVAL_S = 0.25  # energies (a full potential evaluation) at most this often
 
@@ -34,6 +36,9 @@ class Frame:
     vertices: np.ndarray | None  # host upload path: the particle vertices; None on the GPU
     params: object  # the engine's Params now
     kind: str = "steps"  # the command: "steps", "params", "reset" or "measure"
+    colour_mode: str = "component"  # what the vertices' values are
+    accuracy: object = None  # a jobs.accuracy.LiveAccuracy, when checked after this command
+    timeline: tuple = ((), None, "")  # kept states' times, the one rewound to, a summary
     time_steps: object = None  # engines.base.TimeSteps of an integrator with block steps
 
 
@@ -51,6 +56,10 @@ class StepWorker(QThread):
         self._queue: queue.Queue = queue.Queue()
         self._last_energy_time = 0.0
         self.pending_steps = 0  # step batches posted and not reported yet (GUI thread only)
+        self.colour_mode = "component"  # host path: the vertex values to make (set by the GUI)
+        self.accuracy_targets = None  # particles of the live force check (None: off; GUI sets)
+        self.timeline = Timeline()  # worker thread only; the GUI posts commands
+        self._next_check = 0.0
 
     # -- GUI side --------------------------------------------------------------------------------
     def set_params(self, **changes) -> None:
@@ -67,6 +76,13 @@ class StepWorker(QThread):
         """Show stored snapshot `index` (an engine that plays back)."""
         self._queue.put(("seek", int(index)))
 
+    def rewind(self, index: int) -> None:
+        """Back to kept state `index` of the timeline (0 = oldest)."""
+        self._queue.put(("rewind", int(index)))
+
+    def configure_timeline(self, capacity: int, every: int) -> None:
+        self._queue.put(("timeline", (capacity, every)))
+
     def measure(self) -> None:
         """Report the current state (vertices and energy) without stepping."""
         self._queue.put(("measure", None))
@@ -80,8 +96,9 @@ class StepWorker(QThread):
         while True:
             kind, arg = self._queue.get()
             if kind == "stop":
-                if arg:
-                    with self.engine_lock, self.engine.activate():
+                with self.engine_lock, self.engine.activate():
+                    self.timeline.clear()  # device memory, before the engine goes
+                    if arg:
                         self.engine.close()
                 return
             try:
@@ -105,21 +122,41 @@ class StepWorker(QThread):
         if kind == "params":
             engine.set_params(**arg)
         elif kind == "steps":
+            self.timeline.branch()  # stepping on from a rewound state: a new branch
             t0 = time.perf_counter()
             engine.step(arg)
             step_ms = (time.perf_counter() - t0) * 1e3 / arg
         elif kind == "reset":
+            self.timeline.clear()
             engine.load(self.initial)
         elif kind == "seek":
             engine.seek(arg)
+        elif kind == "rewind":
+            self.timeline.rewind(engine, arg)
+        elif kind == "timeline":
+            self.timeline.configure(*arg)
+        if kind in ("steps", "reset", "measure"):
+            self.timeline.keep(engine)
         energy = None
         now = time.perf_counter()
         if kind != "steps" or now - self._last_energy_time >= ENERGY_INTERVAL_S:
             energy = float(engine.energies().total)
             self._last_energy_time = time.perf_counter()
-        vertices = None
-        if self.host_path and kind != "params":
-            s = engine.state()
-            vertices = host_vertices(s.pos, s.vel, s.component)
+        vertices, mode = None, self.colour_mode
+        if self.host_path and kind not in ("params", "timeline"):
+            vertices = engine_vertices(engine, mode)
+        t = self.timeline
         return Frame(engine.steps_done, engine.time, step_ms, energy, vertices, engine.params,
-                     kind, engine.time_steps())
+                     kind, mode, self._check_accuracy(kind),
+                     (tuple(cp.time for cp in t.entries), t.position, t.describe()),
+                     engine.time_steps())
+
+    def _check_accuracy(self, kind):
+        """The live force check: after theta or eps moved, else when its time has come."""
+        targets, now = self.accuracy_targets, time.perf_counter()
+        if targets is None or (kind == "steps" and now < self._next_check):
+            return None
+        found = live_force_errors(self.engine, targets)
+        if found is not None:
+            self._next_check = time.perf_counter() + found.next_after_s()
+        return found

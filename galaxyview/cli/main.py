@@ -8,7 +8,7 @@ from galaxyview.version import __version__
 from galaxyview.cli import common
 from galaxyview.errors import GalaxyviewError
 
-COMMANDS = ("run", "accuracy", "bench", "scenes", "record", "view")
+COMMANDS = ("run", "accuracy", "bench", "scenes", "record", "view", "show")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("view", help="open the viewer window (the default command)",
                        description="Open the viewer window on a scene or snapshot.")
     view.add_view_arguments(p)
+    view.add_show_parser(sub)
 
     from galaxyview.cli import run
 
@@ -94,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
             from galaxyview.cli import view
 
             return view.run_view(args)
+        if args.command == "show":
+            from galaxyview.cli import view
+
+            return view.run_show(args)
         if args.command == "record":
             from galaxyview.cli import record
 

@@ -79,6 +79,9 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
                    help="fixed: framed on the initial state; orbit: turns about the vertical "
                         "axis, 12 degrees per movie second; follow: tracks the first galaxy's "
                         "core (fixed)")
+    p.add_argument("--camera-path", metavar="FILE.toml",
+                   help="move the camera along a camera path (keyframes saved by the viewer; "
+                        "docs/viewer.md); replaces --camera")
     common.add_backend(p)
     common.add_physics(p)
     p.add_argument("--caption", action="store_true", help="burn in the scene name and the time")
@@ -98,8 +101,14 @@ def run_record(args) -> int:
     frames = args.frames or max(1, round((args.duration or DEFAULT_SECONDS) * args.fps))
     writer = None
     try:
+        camera_path = None
+        if args.camera_path:
+            from galaxyview.render.camera_path import CameraPath
+
+            camera_path = CameraPath.load(args.camera_path)
         options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame, args.camera,
-                                args.caption, args.overwrite, args.crf, args.preset).validate()
+                                args.caption, args.overwrite, args.crf, args.preset,
+                                camera_path=camera_path).validate()
         # the output is checked (and its temporary file made) before any simulation work
         writer = MovieWriter(args.output, options.fps, options.size, args.overwrite,
                              crf=options.crf, preset=options.preset)

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from galaxyview.cli import common
 from galaxyview.errors import GalaxyviewError
+from galaxyview.files import check_output_path
 
 
 def add_view_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,25 +16,57 @@ def add_view_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: antennae, or the first shipped scene)")
     common.add_backend(parser)
     common.add_physics(parser)
-    parser.add_argument("--steps-per-frame", type=common.count_type, default=1, metavar="M",
-                        help="simulation steps per drawn frame (1)")
+    parser.add_argument("--steps-per-frame", type=common.count_type, default=None, metavar="M",
+                        help="simulation steps per drawn frame (default: on the CPU engine the "
+                             "scene's pace, so that its story plays in about a minute; else 1)")
     parser.add_argument("--screenshot", metavar="FILE.png",
                         help="run --frames frames, save the canvas as a PNG and exit")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --screenshot replace an existing file")
     parser.add_argument("--frames", type=int, default=10, metavar="K",
                         help="frames to run before --screenshot is taken (10; 0: the initial "
                              "state)")
 
 
-def display_problem() -> str | None:
-    """None when Qt can open a window here; otherwise what to do."""
-    if sys.platform != "linux" or os.environ.get("QT_QPA_PLATFORM", "").split(":")[0] in (
-            "offscreen", "minimal", "vnc", "eglfs", "linuxfb"):
-        return None
-    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
-        return None
-    return ("no display: set DISPLAY to an X server, or for a picture without one use "
-            "--screenshot under xvfb-run (xvfb-run galaxyview SCENE --screenshot out.png "
-            "--frames 10)")
+def add_show_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "show", help="full-screen unattended show of a playlist of scenes",
+        description="Loop a playlist of scenes full screen, unattended: camera programmes, "
+                    "captions, cross-fades. Any key or mouse move hands you the controls; the "
+                    "show goes on after the playlist's idle time. Format: docs/viewer.md.")
+    p.add_argument("playlist", nargs="?", metavar="PLAYLIST",
+                   help="a .toml playlist, or a shipped one's name (default: the shipped "
+                        "default playlist)")
+    common.add_backend(p)
+    p.add_argument("--windowed", action="store_true", help="in a window, not full screen")
+    p.add_argument("--items", type=common.count_type, default=0, metavar="K",
+                   help="stop after K scenes (default: loop until closed)")
+    return p
+
+
+def _display_checked() -> None:
+    from galaxyview.app.platform import display_problem
+
+    problem = display_problem()
+    if problem:
+        raise GalaxyviewError(problem)
+
+
+def run_show(args) -> int:
+    """`galaxyview show`; exit codes as the viewer's, 1 when no scene could be opened."""
+    try:
+        from galaxyview.model.playlist import load_playlist
+
+        playlist = load_playlist(args.playlist)
+        _display_checked()
+        from galaxyview.app.main import run_show as show
+        from galaxyview.app.window import ViewOptions
+
+        options = ViewOptions(backend=args.backend, engine={"device": args.device})
+        return show(options, playlist, fullscreen=not args.windowed, items=args.items)
+    except GalaxyviewError as exc:
+        print(f"galaxyview show: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def check_screenshot(args) -> None:
@@ -45,24 +77,25 @@ def check_screenshot(args) -> None:
     path = Path(args.screenshot)
     if path.suffix.lower() != ".png":
         raise GalaxyviewError(f"--screenshot {path}: give a file name ending in .png")
-    if not path.parent.is_dir():
-        raise GalaxyviewError(f"--screenshot {path}: the folder {path.parent} does not exist; "
-                              "create it first")
+    try:
+        check_output_path(path, args.overwrite)
+    except GalaxyviewError as exc:
+        raise GalaxyviewError(f"--screenshot {exc}") from None
 
 
 def run_view(args) -> int:
-    """Open the viewer; returns the exit code (2 for bad input or no display)."""
+    """Open the viewer; returns the exit code (2 for bad input, no display or no OpenGL; 130
+    or 143 when closed by Ctrl-C or SIGTERM)."""
     try:
         check_screenshot(args)
-        problem = display_problem()
-        if problem:
-            raise GalaxyviewError(problem)
+        _display_checked()
         from galaxyview.app.main import run_window
         from galaxyview.app.window import ViewOptions
 
         options = ViewOptions(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
-                              engine=common.engine_options(args))
-        return run_window(options, args.screenshot, args.frames, args.steps_per_frame)
+                              engine=common.engine_options(args),
+                              steps_per_frame=args.steps_per_frame)
+        return run_window(options, args.screenshot, args.frames)
     except GalaxyviewError as exc:
         print(f"galaxyview: error: {exc}", file=sys.stderr)
         return 2

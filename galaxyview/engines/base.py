@@ -66,6 +66,27 @@ class TimeSteps:
 
 
 @dataclass
+class Checkpoint:
+    """An engine's exact state at one moment (Engine.checkpoint), to restore() it later:
+    `data` is the engine's own (host arrays, or device memory when on_device); release() frees
+    it. The physics modules' own state (their save()) is kept with it."""
+
+    time: float
+    steps_done: int
+    params: Params
+    nbytes: int
+    on_device: bool
+    data: object
+    modules: tuple = ()
+    release: object = None  # a callable freeing `data`, or None
+
+    def free(self) -> None:
+        if self.release is not None:
+            self.release()
+            self.release, self.data = None, None
+
+
+@dataclass
 class Energies:
     kinetic: float
     potential: float
@@ -199,6 +220,44 @@ class Engine(abc.ABC):
         """(M, 4) float32 centre x, y, z and size of the cells of levels level_lo..level_hi
         (inclusive) of the last tree; None when the engine keeps no tree (direct gravity,
         nothing loaded)."""
+        return None
+
+    def checkpoint(self) -> Checkpoint | None:
+        """The exact current state (positions, velocities, forces, time, module state), kept
+        where the engine runs, for restore(); None where the engine cannot."""
+        return None
+
+    def restore(self, checkpoint: Checkpoint) -> None:
+        """Go back to `checkpoint` exactly (bitwise: the same steps follow as before). The
+        current params stay: when theta or eps differ from the checkpoint's, the forces are
+        evaluated again (a branch, "what if")."""
+        raise EngineError(f"the {self.name} engine keeps no checkpoints")
+
+    def _module_states(self) -> tuple:
+        """Copies of the physics modules' own state (their save()), for checkpoint();
+        _restore_modules() gives it back to their restore(), with the step count, and evaluates
+        the forces again when theta or eps differ from the checkpoint's."""
+        import copy
+
+        return tuple(copy.deepcopy(m.save())
+                     for m in (self.integrator, self.boundary, self.collision))
+
+    def _restore_modules(self, checkpoint: Checkpoint) -> None:
+        import copy
+
+        for m, state in zip((self.integrator, self.boundary, self.collision),
+                            checkpoint.modules):
+            m.restore(copy.deepcopy(state))
+        self.steps_done = checkpoint.steps_done
+        then, now = checkpoint.params, self.params
+        if (then.theta, then.eps, then.G) != (now.theta, now.eps, now.G):
+            self._on_force_params_changed()
+
+    def sample_forces(self, targets: np.ndarray):
+        """(acc (T, 3) of the engine's solver, acc (T, 3) of float64 direct summation) at the
+        particles `targets` (indices in the loaded order) and the current positions, both
+        computed where the engine runs (the live accuracy readout); None where the engine
+        cannot."""
         return None
 
     def device_view(self):

@@ -38,6 +38,14 @@ class Module:
     def close(self) -> None:
         """Free what the module holds (device memory); the engine's close() calls it."""
 
+    def save(self) -> dict:
+        """The module's own state, for checkpoints and exact snapshots (see Integrator.save);
+        default: none."""
+        return {}
+
+    def restore(self, saved: dict) -> None:
+        """Take back what save() gave; default: nothing to do."""
+
 
 class Integrator(Module, metaclass=abc.ABCMeta):
     """Advances positions and velocities; owns its state (old accelerations, time steps).

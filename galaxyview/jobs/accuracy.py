@@ -85,3 +85,44 @@ def accuracy(state: ParticleState, name: str, thetas, eps: float, backend: str =
                                                           if targets is not None else ""), rows)
     engine.close()
     return result
+
+
+# -- the viewer's live readout ------------------------------------------------------------------
+LIVE_SAMPLE = 2000  # particles checked on the GPU
+HOST_PAIRS = 2_000_000  # direct-summation pairs a host engine's check may cost (~30 ms numpy)
+LIVE_SHARE = 0.05  # at most this share of the wall time goes to checks
+
+
+@dataclass(frozen=True)
+class LiveAccuracy:
+    p50: float  # median relative force error of the sample
+    p99: float
+    sample: int
+    ms: float  # what the check cost
+
+    def next_after_s(self, floor_s: float = 0.3) -> float:
+        """Seconds to wait before the next check: a few a second at most, and no more than
+        LIVE_SHARE of the time."""
+        return max(floor_s, self.ms / 1e3 / LIVE_SHARE)
+
+
+def live_sample(n: int, on_gpu: bool, seed: int = 0) -> np.ndarray:
+    """Random particle indices (loaded order) for the live check: LIVE_SAMPLE on the GPU; on
+    the host as many as HOST_PAIRS allow (at least 64, at most all)."""
+    size = LIVE_SAMPLE if on_gpu else max(64, HOST_PAIRS // max(n, 1))
+    size = min(size, LIVE_SAMPLE, n)
+    return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+
+
+def live_force_errors(engine, targets: np.ndarray) -> LiveAccuracy | None:
+    """Force-error percentiles of `targets` against direct summation on the engine's own
+    device (Engine.sample_forces); None where the engine cannot, or for direct gravity."""
+    import time
+
+    t0 = time.perf_counter()
+    found = engine.sample_forces(targets)
+    if found is None:
+        return None
+    acc, ref = found
+    p50, p99 = diagnostics.force_error_percentiles(acc, ref, (50, 99))
+    return LiveAccuracy(p50, p99, len(targets), (time.perf_counter() - t0) * 1e3)

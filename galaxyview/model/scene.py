@@ -1,6 +1,6 @@
 """Scene files: TOML descriptions of initial conditions, fully validated before any work.
 
-  [scene]  name, description, seed, n_cpu, n_gpu
+  [scene]  name, description, seed, n_gpu; n_cpu (optional with story_time); story_time
   [units]  optional: length_kpc or length_pc, mass_1e10msun or mass_msun (without it: N-body
            units)
   [params] optional: theta, dt, eps, eta, block_levels (N-body units; defaults from Params);
@@ -20,6 +20,7 @@ import numpy as np
 
 from galaxyview.errors import GalaxyviewError, ParameterError, SceneError
 from galaxyview.model import ics, tipsy
+from galaxyview.model.pace import Pace, cpu_pace
 from galaxyview.model.params import (BLOCK_LEVELS_MAX, EPS_MAX, MODULE_KINDS, THETA_MAX, Params,
                                      check_module_name)
 from galaxyview.model.state import ParticleState
@@ -43,17 +44,28 @@ class Scene:
     name: str
     description: str
     seed: int
-    n_cpu: int
+    n_cpu: int | None  # None: the CPU pace's count (story_time is then given)
     n_gpu: int
     units: UnitSystem | None
     params: Params
     model: str
     config: Any
     source: Path
+    story_time: float | None = None  # N-body time by which the scene's story has unfolded
 
     def default_n(self, backend: str = "cpu") -> int:
-        """Particle count for a backend: n_gpu for "gpu", n_cpu otherwise."""
-        return self.n_gpu if backend == "gpu" else self.n_cpu
+        """Particle count for a backend: n_gpu for "gpu", otherwise n_cpu or the CPU pace's."""
+        if backend == "gpu":
+            return self.n_gpu
+        return self.n_cpu if self.n_cpu is not None else self.cpu_pace().n
+
+    def cpu_pace(self, n: int | None = None) -> Pace | None:
+        """The viewer's pace on the CPU engine (model/pace.py) for n particles (default: the
+        scene's n_cpu, else the pace's own count); None without story_time."""
+        if self.story_time is None:
+            return None
+        return cpu_pace(self.story_time, self.params.dt, self.params.theta,
+                        self.n_cpu if n is None else n)
 
     def build(self, n: int | None = None, backend: str = "cpu") -> ParticleState:
         """The initial state: the same scene, seed and n always give identical arrays."""
@@ -84,7 +96,11 @@ def parse_scene(data: dict, source: str | Path) -> Scene:
         raise head.error("name", name, "must not be empty")
     description = head.string("description")
     seed = head.integer("seed", lo=0, hi=SEED_MAX)
-    n_cpu = head.integer("n_cpu", lo=1, hi=N_MAX)
+    story_time = head.number("story_time", None, lo=0, lo_open=True)
+    n_cpu = head.integer("n_cpu", None, lo=1, hi=N_MAX)
+    if n_cpu is None and story_time is None:
+        raise SceneError(f"{source}: scene.n_cpu is missing (required unless scene.story_time "
+                         "is given, whose CPU pace then picks the particle count)")
     n_gpu = head.integer("n_gpu", lo=1, hi=N_MAX)
     head.finish()
     units = _units(root.table("units", None))
@@ -99,7 +115,8 @@ def parse_scene(data: dict, source: str | Path) -> Scene:
         raise SceneError(f"{source}: [model] {exc}") from None
     table.finish()
     root.finish()
-    return Scene(name, description, seed, n_cpu, n_gpu, units, params, kind, config, Path(source))
+    return Scene(name, description, seed, n_cpu, n_gpu, units, params, kind, config, Path(source),
+                 story_time)
 
 
 def _units(table: Table | None) -> UnitSystem | None:

@@ -36,6 +36,7 @@ class RecordOptions:
     crf: int = 18
     preset: str = "fast"
     overlap: bool = True  # step in a thread during read-back (False: one thing at a time)
+    camera_path: object = None  # a render.camera_path.CameraPath: the camera at each frame's time
 
     def validate(self) -> "RecordOptions":
         if isinstance(self.frames, bool) or not isinstance(self.frames, int) or self.frames < 1:
@@ -148,6 +149,8 @@ def record_frames(engine, renderer, writer, options: RecordOptions, caption=None
                 camera.orbit(d_azimuth)
             t1 = time.perf_counter()
             sim_time = engine.time  # of this frame (the stepper may run on during read-back)
+            if options.camera_path is not None:
+                options.camera_path.apply(camera, sim_time)
             if overlap:
                 renderer.render_frame()
                 t2 = time.perf_counter()
@@ -208,6 +211,9 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
                    disable=None if show_progress else True)  # None: off when not a TTY
 
         def progress(done, t):
+            if done == 1 and renderer.notice:
+                bar.write(f"galaxyview record: {renderer.notice} ({renderer.source.failure})",
+                          file=sys.stderr)
             bar.set_postfix_str(f"t = {t * myr:.1f} Myr" if myr else f"t = {t:.3f}",
                                 refresh=False)
             bar.update(1)

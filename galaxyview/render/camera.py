@@ -126,6 +126,21 @@ class Camera:
         self._follow = point
         self.update()
 
+    def set_view(self, eye, target, fov_deg: float | None = None) -> None:
+        """Look from `eye` at `target` (camera paths); stops following. The elevation is kept
+        within +-89 degrees, as orbit() keeps it."""
+        eye, target = np.asarray(eye, np.float64), np.asarray(target, np.float64)
+        d = eye - target
+        r = float(np.linalg.norm(d))
+        self.centre = target.copy()
+        self.distance = max(r, 1e-4)
+        self.azimuth = math.degrees(math.atan2(d[1], d[0]))
+        self.elevation = float(np.clip(math.degrees(math.asin(np.clip(d[2] / max(r, 1e-30),
+                                                                      -1, 1))), -89.0, 89.0))
+        if fov_deg is not None:
+            self.fov_deg = float(fov_deg)
+        self._follow = None
+
     def fixed(self) -> None:
         """Stop following: the camera stays where it is until moved."""
         self._follow = None

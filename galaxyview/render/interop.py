@@ -6,9 +6,12 @@ must run with the engine's pycuda context current and the GL context current.
 from __future__ import annotations
 
 import ctypes
+import os
 
 from galaxyview.render import RenderError
 
+FORCE_OFF = "GALAXYVIEW_INTEROP"  # =off: registration fails as across GPUs (tests, comparisons)
+OS_CALL_FAILED = 304  # CUDA_ERROR_OPERATING_SYSTEM: what the driver says when GL is elsewhere
 WRITE_DISCARD = 2  # CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD: CUDA overwrites the whole buffer
 
 _lib = None
@@ -52,8 +55,14 @@ def _check(rc: int, what: str) -> None:
         libcuda().cuGetErrorString(rc, ctypes.byref(msg))
         text = msg.value.decode() if msg.value else "unknown error"
         raise RenderError(f"CUDA-GL interop: {what} failed with CUDA error {rc} ({text}); "
-                          "the GL context and the CUDA device must be the same GPU "
-                          "(run with --backend cpu to draw through host uploads instead)")
+                          "the GL context and the CUDA device must be the same GPU")
+
+
+def _register(call, *args) -> int:
+    """A cuGraphicsGLRegister* call's result (OS_CALL_FAILED when FORCE_OFF=off)."""
+    if os.environ.get(FORCE_OFF, "").lower() == "off":
+        return OS_CALL_FAILED
+    return call(*args)
 
 
 class GLBufferResource:
@@ -62,8 +71,8 @@ class GLBufferResource:
     def __init__(self, gl_buffer: int, flags: int = WRITE_DISCARD):
         self.gl_buffer = int(gl_buffer)
         self._res = ctypes.c_void_p()
-        _check(libcuda().cuGraphicsGLRegisterBuffer(ctypes.byref(self._res), self.gl_buffer,
-                                                    flags), "cuGraphicsGLRegisterBuffer")
+        _check(_register(libcuda().cuGraphicsGLRegisterBuffer, ctypes.byref(self._res),
+                         self.gl_buffer, flags), "cuGraphicsGLRegisterBuffer")
         self.mapped = False
 
     def map(self, stream: int = 0) -> tuple[int, int]:
@@ -99,9 +108,8 @@ class GLTextureResource(GLBufferResource):
     def __init__(self, gl_texture: int, flags: int = WRITE_DISCARD):
         self.gl_buffer = int(gl_texture)
         self._res = ctypes.c_void_p()
-        _check(libcuda().cuGraphicsGLRegisterImage(ctypes.byref(self._res), self.gl_buffer,
-                                                   GL_TEXTURE_2D, flags),
-               "cuGraphicsGLRegisterImage")
+        _check(_register(libcuda().cuGraphicsGLRegisterImage, ctypes.byref(self._res),
+                         self.gl_buffer, GL_TEXTURE_2D, flags), "cuGraphicsGLRegisterImage")
         self.mapped = False
 
     def _mapped(self):

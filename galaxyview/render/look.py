@@ -1,13 +1,26 @@
-"""How particles look: sprite size, exposure, colouring, tone mapping and the octree overlay."""
+"""How particles look: sprite size, exposure, colouring, tone mapping and the octree overlay.
+
+The one definition of the colours both draw paths use (GL sprites in shaders/particles.vert,
+the CUDA splat in kernels/render_splat.cu): per-component colours and weights, the galaxy
+palette, and colour maps from vispy.color sampled into LUT_SIZE entries (colour_lut)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
 
 from galaxyview.errors import ParameterError
 from galaxyview.model.params import TREE_MAX_LEVEL as MAX_TREE_LEVEL
 from galaxyview.model.state import Component
 
-COLOUR_MODES = ("component", "speed")
+# by component colour; by galaxy of origin; the rest through the colour map
+COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density")
+COLOUR_MAPS = ("viridis", "inferno", "magma", "fire", "ice", "coolwarm", "cubehelix", "hot")
+LUT_SIZE = 256
+# galaxies of origin 0..7 (more wrap around): distinct hues of even brightness
+GALAXY_COLOURS = ((0.35, 0.65, 1.0), (1.0, 0.55, 0.25), (0.45, 0.95, 0.45), (1.0, 0.4, 0.7),
+                  (0.95, 0.9, 0.35), (0.6, 0.45, 1.0), (0.3, 0.95, 0.9), (0.9, 0.9, 0.9))
 TONE_MAPS = ("exp", "reinhard", "linear")  # exp: 1 - exp(-x); linear: clipped
 
 # Per component: linear RGB and a brightness weight (dark matter halo faint, black hole bright).
@@ -27,10 +40,14 @@ class Look:
 
     point_size: sprite diameter in pixels (the gaussian profile fades to the edge);
     exposure: multiplies the accumulated light before tone mapping;
-    colour_mode: 'component' (disk, bulge, halo, black hole, satellite) or 'speed';
+    colour_mode: 'component' (disk, bulge, halo, black hole, satellite), 'galaxy' (of origin),
+    or through colour_map: 'speed', 'potential', 'energy' (specific binding energy
+    v^2/2 + phi) or 'density' (log10 of the local density from the tree, model/density.py);
+    colour_map: a vispy.color map name (COLOUR_MAPS);
+    value_range: (lo, hi) at the ends of the colour map (None: from the values when the mode
+    is chosen, render/colour.py auto_range);
     tone_map: 'exp', 'reinhard' or 'linear' (exp and reinhard keep dense cores from burning out);
-    boxes: draw the boxes of the engine's current tree, levels box_levels[0]..box_levels[1];
-    speed_max: speed at the top of the speed colour map (None: the 99th percentile at attach).
+    boxes: draw the boxes of the engine's current tree, levels box_levels[0]..box_levels[1].
     """
 
     point_size: float = 3.0
@@ -39,7 +56,8 @@ class Look:
     tone_map: str = "exp"
     boxes: bool = False
     box_levels: tuple = (0, 4)
-    speed_max: float | None = None
+    colour_map: str = "viridis"
+    value_range: tuple | None = None
     background: tuple = (0.0, 0.0, 0.015)
 
     def __post_init__(self):
@@ -60,9 +78,32 @@ class Look:
         if not (0 <= int(lo) <= int(hi) <= MAX_TREE_LEVEL):
             raise ParameterError(f"box_levels must satisfy 0 <= lo <= hi <= {MAX_TREE_LEVEL}, "
                                  f"got {self.box_levels!r}")
-        if self.speed_max is not None and not float(self.speed_max) > 0:
-            raise ParameterError(f"speed_max must be > 0 or None, got {self.speed_max!r}")
+        if self.colour_map not in COLOUR_MAPS:
+            raise ParameterError(f"colour_map must be one of {', '.join(COLOUR_MAPS)}, "
+                                 f"got {self.colour_map!r}")
+        if self.value_range is not None:
+            lo, hi = (float(v) for v in self.value_range)
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                raise ParameterError(f"value_range must be finite (lo, hi) with lo < hi, got "
+                                     f"{self.value_range!r}")
         return self
 
     def with_(self, **changes) -> "Look":
         return replace(self, **changes)
+
+
+@lru_cache(maxsize=None)
+def colour_lut(name: str) -> np.ndarray:
+    """(LUT_SIZE, 3) float32 RGB of a vispy.color map, from its low end to its high end."""
+    from vispy.color import get_colormap
+
+    rgba = get_colormap(name).map(np.linspace(0.0, 1.0, LUT_SIZE)[:, None])
+    lut = np.ascontiguousarray(np.asarray(rgba, np.float32)[:, :3])
+    lut.setflags(write=False)
+    return lut
+
+
+def mode_code(mode: str) -> int:
+    """How the shader and the splat kernel colour: 0 by component, 1 by galaxy (the vertex
+    value is the galaxy index), 2 through the colour map (the vertex value, scaled by range)."""
+    return {"component": 0, "galaxy": 1}.get(mode, 2)

@@ -23,7 +23,7 @@ from galaxyview.render.headless import headless_canvas, made_current
 from galaxyview.render.look import Look
 from galaxyview.render.interop import read_gl_buffer
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer
-from galaxyview.render.sources import framing_positions, make_source, speed_scale
+from galaxyview.render.sources import framing_positions, make_source
 
 MAX_SIZE = 8192
 
@@ -62,6 +62,11 @@ class OffscreenRenderer:
         """'CUDA-GL interop' or 'host upload' (None before attach)."""
         return self.source.path if self.source else None
 
+    @property
+    def notice(self) -> str | None:
+        """A drawing problem and its fix (CUDA-GL interop unavailable), once drawn."""
+        return self.source.notice if self.source else None
+
     def attach(self, engine, fit: bool = True) -> None:
         """Draw `engine` from now on; fits the camera to its particles unless fit=False."""
         self.detach()
@@ -69,9 +74,9 @@ class OffscreenRenderer:
         with made_current(self._canvas):
             self.source = make_source(engine, self._renderer, self._canvas.context)
         self.camera.fit_source = self.source.positions
-        state = engine.state()  # one host copy at attach: speed scale and framing
-        self._renderer.auto_speed_max = speed_scale(state.vel)
+        self._renderer.ranges.clear()  # colour map ranges come from the new engine's values
         if fit:
+            state = engine.state()  # one host copy at attach, for framing
             self.camera.fit(framing_positions(state.pos, state.component))
         self._boxes_key = None
 

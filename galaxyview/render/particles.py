@@ -8,12 +8,14 @@ from vispy import gloo
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
 from galaxyview.render.camera import Camera
-from galaxyview.render.look import COMPONENT_COLOURS, TONE_MAPS, Look
+from galaxyview.render.look import (COMPONENT_COLOURS, GALAXY_COLOURS, TONE_MAPS, Look,
+                                    colour_lut, mode_code)
 from galaxyview.resources import shaders_dir
 
-# One vertex per particle; kernels/render_pack.cu writes the same 5 floats.
+# One vertex per particle; kernels/render_pack.cu writes the same 5 floats. a_value: what the
+# particle is coloured by (render/colour.py), speed by default.
 VERTEX_DTYPE = np.dtype([("a_position", np.float32, 3), ("a_component", np.float32),
-                         ("a_speed", np.float32)])
+                         ("a_value", np.float32)])
 REFERENCE_N = 100_000  # light per particle scales as sqrt(REFERENCE_N / N)
 
 
@@ -25,12 +27,14 @@ def load_shader(name: str) -> str:
         raise RenderError(f"shader {path} cannot be read ({exc.strerror}); reinstall galaxyview")
 
 
-def host_vertices(pos: np.ndarray, vel: np.ndarray, component: np.ndarray) -> np.ndarray:
-    """Vertex array from host particle arrays (the CPU upload path)."""
+def host_vertices(pos: np.ndarray, vel: np.ndarray, component: np.ndarray,
+                  value: np.ndarray | None = None) -> np.ndarray:
+    """Vertex array from host particle arrays (the CPU upload path); value: what each particle
+    is coloured by (default: its speed)."""
     v = np.empty(len(pos), VERTEX_DTYPE)
     v["a_position"] = pos
     v["a_component"] = component
-    v["a_speed"] = np.sqrt(np.einsum("ij,ij->i", vel, vel))
+    v["a_value"] = np.sqrt(np.einsum("ij,ij->i", vel, vel)) if value is None else value
     return v
 
 
@@ -63,9 +67,12 @@ class ParticleRenderer:
         for code in range(8):
             rgba = COMPONENT_COLOURS.get(code, COMPONENT_COLOURS[Component.STAR])
             self._points[f"u_component[{code}]"] = rgba
+            self._points[f"u_galaxy[{code}]"] = GALAXY_COLOURS[code]
+        self._lut_name = None
         self.vbo = None
         self.count = 0
-        self.auto_speed_max = 1.0  # used when look.speed_max is None
+        self.vertex_mode = None  # the colour mode the vertex values were made for
+        self.ranges: dict = {}  # colour mode -> (lo, hi) of the colour map, when not given
         self.light_source = None  # GPU path: makes the light texture itself (render/splat.py)
         self._box_count = 0
         self._light = None
@@ -92,8 +99,27 @@ class ParticleRenderer:
             raise RenderError("the particle vertex buffer was not created in GL")
         return int(obj.handle)
 
-    def upload(self, vertices: np.ndarray) -> None:
-        """CPU path: copy a VERTEX_DTYPE array into the vertex buffer."""
+    def colour_range(self, mode: str, values=None) -> tuple[float, float]:
+        """The colour map's ends for `mode`: look.value_range, else the range made from the
+        first values seen in this mode (auto_range), kept until `ranges` is cleared."""
+        if self.look.value_range is not None:
+            return tuple(float(v) for v in self.look.value_range)
+        if mode not in self.ranges and values is not None:
+            from galaxyview.render.colour import auto_range
+
+            self.ranges[mode] = auto_range(mode, values)
+        return self.ranges.get(mode, (0.0, 1.0))
+
+    def colouring(self) -> tuple[str, int, tuple[float, float], np.ndarray]:
+        """(mode, mode_code, (lo, hi), LUT) the vertex buffer is drawn with now."""
+        mode = self.vertex_mode or self.look.colour_mode
+        return mode, mode_code(mode), self.colour_range(mode), colour_lut(self.look.colour_map)
+
+    def upload(self, vertices: np.ndarray, mode: str | None = None) -> None:
+        """CPU path: copy a VERTEX_DTYPE array (values for colour `mode`) into the buffer."""
+        if mode is not None:
+            self.vertex_mode = mode
+            self.colour_range(mode, vertices["a_value"])
         if not self.reserve(len(vertices)):
             self.vbo.set_data(vertices)
         else:
@@ -123,8 +149,7 @@ class ParticleRenderer:
         w, h = int(size[0]), int(size[1])
         mvp = camera.mvp(w / max(h, 1)).T.astype(np.float32)  # GLSL reads column-major
         if self.light_source is not None and self.count:
-            self._tonemap["u_light"] = self.light_source.light(camera, look, (w, h),
-                                                               self.auto_speed_max)
+            self._tonemap["u_light"] = self.light_source.light(camera, look, (w, h))
         else:
             with self._light_buffer((w, h)):
                 gloo.set_viewport(0, 0, w, h)
@@ -136,8 +161,13 @@ class ParticleRenderer:
                     p["u_mvp"] = mvp
                     p["u_point_size"] = float(look.point_size)
                     p["u_gain"] = light_gain(self.count)
-                    p["u_colour_mode"] = 0 if look.colour_mode == "component" else 1
-                    p["u_speed_max"] = float(look.speed_max or self.auto_speed_max)
+                    _, code, (lo, hi), lut = self.colouring()
+                    p["u_colour_mode"] = code
+                    p["u_range"] = (lo, hi)
+                    if self._lut_name != look.colour_map:
+                        for i, rgb in enumerate(lut):
+                            p[f"u_lut[{i}]"] = tuple(float(c) for c in rgb)
+                        self._lut_name = look.colour_map
                     p.draw("points")
             self._tonemap["u_light"] = self._light
         gloo.set_viewport(0, 0, w, h)

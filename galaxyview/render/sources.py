@@ -9,18 +9,18 @@ from galaxyview.cuda.context import pushed
 from galaxyview.errors import EngineError
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
+from galaxyview.render.colour import DEVICE_VALUES, NEEDS_POTENTIAL, engine_values, host_values
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
 
 BLOCK = 256
 SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
 
 
-def speed_scale(vel: np.ndarray) -> float:
-    """Top of the speed colour map: the 99th percentile speed."""
-    if len(vel) == 0:
-        return 1.0
-    speeds = np.linalg.norm(np.asarray(vel[:: max(1, len(vel) // 100_000)], float), axis=1)
-    return float(max(np.percentile(speeds, 99), 1e-6))
+def engine_vertices(engine, mode: str) -> np.ndarray:
+    """Vertices of the engine's current state coloured for `mode` (host copies)."""
+    s = engine.state()
+    pot = engine.accelerations()[1] if mode in NEEDS_POTENTIAL else None
+    return host_vertices(s.pos, s.vel, s.component, host_values(mode, s, pot))
 
 
 def framing_positions(pos: np.ndarray, component: np.ndarray) -> np.ndarray:
@@ -34,6 +34,7 @@ class HostSource:
     """CPU path: vertices built from a host copy of the state and uploaded with glBufferData."""
 
     path = "host upload"
+    notice = failure = None  # a drawing problem and its fix, for the HUD and the terminal
 
     def __init__(self, engine, renderer: ParticleRenderer):
         self.engine, self.renderer = engine, renderer
@@ -42,22 +43,35 @@ class HostSource:
         s = self.engine.state()
         return framing_positions(s.pos, s.component)
 
-    def refresh(self, vertices: np.ndarray | None = None) -> None:
+    def refresh(self, vertices: np.ndarray | None = None, mode: str | None = None) -> None:
+        """Upload `vertices` (coloured for `mode`), or make them from the engine for the
+        look's colour mode."""
         if vertices is None:
-            s = self.engine.state()
-            vertices = host_vertices(s.pos, s.vel, s.component)
-        self.renderer.upload(vertices)
+            mode = self.renderer.look.colour_mode
+            vertices = engine_vertices(self.engine, mode)
+        self.renderer.upload(vertices, mode)
 
     def close(self) -> None:
         pass
 
 
+INTEROP_FIX = ("the OpenGL context is not on the CUDA GPU; on a hybrid-graphics laptop start "
+               "with __NV_PRIME_RENDER_OFFLOAD=1 __GLX_VENDOR_LIBRARY_NAME=nvidia galaxyview "
+               "(docs/viewer.md)")
+
+
 class DeviceSource:
     """GPU path: the GL vertex buffer is registered with CUDA once; each refresh maps it, runs
     kernels/render_pack.cu on the engine's pos4/vel4 (its DeviceView) and unmaps it: no host
-    round trip. Drawing
-    then splats the light from that buffer with CUDA (render/splat.py), on a stream of its own,
-    so it neither touches the engine's arrays nor waits for the engine's kernels."""
+    round trip. Drawing then splats the light from that buffer with CUDA (render/splat.py), on
+    a stream of its own, so it neither touches the engine's arrays nor waits for the engine's
+    kernels.
+
+    When the registration fails (the GL context on another GPU: hybrid graphics, WSL2, remote
+    X) the engine keeps running and the frames go through the host: the vertices are packed
+    into device memory and the splat's light is copied to the host and uploaded into the light
+    texture (without the splat, the vertices are uploaded for GL sprites). `notice` then says
+    so and how to get interop back."""
 
     path = "CUDA-GL interop"
 
@@ -65,10 +79,15 @@ class DeviceSource:
                  stride: int = SHUFFLE_STRIDE):
         import pycuda.driver as cuda  # GPU machines only
 
+        self._cuda = cuda
         self.engine, self.view = engine, view
         self.renderer, self.gl_context = renderer, gl_context
         self.stride = stride  # vertex j is particle (j * stride) mod n; 1: the engine's order
         self.resource = None
+        self.notice = None  # set when interop failed and frames go through the host
+        self.failure = None  # the registration's error then
+        self._device_vertices = self._host_vertices = None  # the host path's buffers
+        self._device_bytes = 0
         self.splatter, self.splat_error = None, None
         with pushed(view.context):
             self.stream = cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
@@ -83,6 +102,10 @@ class DeviceSource:
         if self.splatter is not None:
             renderer.light_source = self
 
+    @property
+    def through_host(self) -> bool:
+        return self.notice is not None
+
     def positions(self) -> np.ndarray:
         s = self.engine.state()  # a host copy, only when the camera is fitted
         return framing_positions(s.pos, s.component)
@@ -90,39 +113,106 @@ class DeviceSource:
     def _gl_handle(self) -> int:
         return self.renderer.vbo_handle(self.gl_context)
 
-    def refresh(self, vertices=None) -> None:
-        """The engine's current particles into the vertex buffer (the engine must be idle)."""
-        from galaxyview.render.interop import GLBufferResource
+    def _fall_back(self, exc: RenderError) -> None:
+        self.failure = str(exc)
+        self.notice = f"no CUDA-GL interop: drawing through host uploads (slower); {INTEROP_FIX}"
+        self.path = "CUDA, host upload (no interop)"
 
+    def _prepare(self, n: int) -> None:
+        """A vertex buffer of n particles, registered with CUDA, or the host path's."""
+        if self.resource is not None and n != self.renderer.count:
+            self.resource.unregister()  # before GL deletes the old buffer
+            self.resource = None
+        self.renderer.reserve(n)
+        if self.resource is None and not self.through_host:
+            from galaxyview.render.interop import GLBufferResource
+
+            try:  # read back by the splat kernel: no WRITE_DISCARD
+                self.resource = GLBufferResource(self._gl_handle(), flags=0)
+            except RenderError as exc:
+                self._fall_back(exc)
+        nbytes = n * VERTEX_DTYPE.itemsize
+        if self.through_host and self._device_bytes < nbytes:
+            if self._device_vertices is not None:
+                self._device_vertices.free()
+            self._device_vertices = self._cuda.mem_alloc(nbytes)
+            self._device_bytes = nbytes
+
+    def refresh(self, vertices=None) -> None:
+        """The engine's current particles into the vertex buffer (the engine must be idle),
+        coloured for the look's colour mode: speed, potential and energy are computed by
+        render_pack.cu; the galaxy and the density come from a host copy of the state."""
+        r = self.renderer
+        mode = r.look.colour_mode
         with pushed(self.view.context):
             arrays = self.view.particles()  # pointers move with each step's reorder
             n = arrays.n
-            if self.resource is not None and n != self.renderer.count:
-                self.resource.unregister()  # before GL deletes the old buffer
-                self.resource = None
-            self.renderer.reserve(n)
-            if self.resource is None:  # read back by the splat kernel: no WRITE_DISCARD
-                self.resource = GLBufferResource(self._gl_handle(), flags=0)
+            self._prepare(n)
+            r.vertex_mode = mode
             if n == 0:
                 return
+            on_device = mode == "component" or mode in DEVICE_VALUES
+            host = None if on_device else engine_vertices(self.engine, mode)
+            if host is not None:
+                r.colour_range(mode, host["a_value"])
+            elif mode != "component" and mode not in r.ranges:  # once: a host copy
+                r.colour_range(mode, engine_values(self.engine, mode))
+            if self.through_host and self.splatter is None:  # GL sprites from host vertices
+                self._upload_through_host(arrays, host, mode)
+                return
             h = self.stream.handle
-            ptr, size = self.resource.map(h)
+            if self.through_host:
+                ptr = int(self._device_vertices)
+            else:
+                ptr, size = self.resource.map(h)
             try:
-                if size < n * VERTEX_DTYPE.itemsize:
+                if not self.through_host and size < n * VERTEX_DTYPE.itemsize:
                     raise RenderError(f"GL vertex buffer holds {size} bytes, {n} particles "
                                       f"need {n * VERTEX_DTYPE.itemsize}")
-                self._pack.launch("pack_vertices", (math.ceil(n / BLOCK), 1, 1), (BLOCK, 1, 1),
-                                  arrays.pos4, arrays.vel4, ptr, n, int(self.stride),
-                                  stream=self.stream)
+                if host is not None:  # through page-locked memory, ordered on the stream
+                    self._cuda.memcpy_htod_async(ptr, self._staged(host), self.stream)
+                else:
+                    self._pack_into(ptr, arrays, mode)
             finally:
-                self.resource.unmap(h)
+                if not self.through_host:
+                    self.resource.unmap(h)
             self.stream.synchronize()  # done reading pos4 before the engine's next step
 
-    def light(self, camera, look, size, auto_speed_max: float):
+    def _pack_into(self, ptr: int, arrays, mode: str) -> None:
+        n = arrays.n
+        self._pack.launch("pack_vertices", (math.ceil(n / BLOCK), 1, 1), (BLOCK, 1, 1),
+                          arrays.pos4, arrays.vel4, arrays.acc4, ptr, n, int(self.stride),
+                          DEVICE_VALUES.get(mode, 0), stream=self.stream)
+
+    def _pinned(self, n: int) -> np.ndarray:
+        """The page-locked host buffer of n vertices."""
+        if self._host_vertices is None or len(self._host_vertices) != n:
+            self._host_vertices = self._cuda.pagelocked_empty(n, VERTEX_DTYPE)
+        return self._host_vertices
+
+    def _staged(self, vertices: np.ndarray) -> np.ndarray:
+        """`vertices` copied into the page-locked host buffer."""
+        buf = self._pinned(len(vertices))
+        buf[:] = vertices
+        return buf
+
+    def _upload_through_host(self, arrays, host, mode: str) -> None:
+        """No interop and no splat: vertices to GL through the host."""
+        if host is None:
+            ptr = int(self._device_vertices)
+            self._pack_into(ptr, arrays, mode)
+            host = self._pinned(arrays.n)
+            self._cuda.memcpy_dtoh_async(host, ptr, self.stream)
+            self.stream.synchronize()
+        self.renderer.upload(host, mode)
+
+    def light(self, camera, look, size):
         """The light texture for this view, splatted from the vertex buffer."""
+        r = self.renderer
         with pushed(self.view.context):
-            return self.splatter.render_light(self.resource, self.renderer.count, camera,
-                                              look, size, auto_speed_max)
+            vertices = self._device_vertices if self.through_host else self.resource
+            return self.splatter.render_light(vertices, r.count, camera, look, size,
+                                              r.colouring())
 
     def close(self) -> None:
         if self.renderer.light_source is self:
@@ -133,6 +223,10 @@ class DeviceSource:
             if self.resource is not None:
                 self.resource.unregister()
                 self.resource = None
+            if self._device_vertices is not None:
+                self._device_vertices.free()
+                self._device_vertices, self._device_bytes = None, 0
+            self._host_vertices = None
 
 
 def _compile(name: str):

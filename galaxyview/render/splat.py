@@ -18,10 +18,12 @@ from vispy import gloo
 from galaxyview.model.state import Component
 from galaxyview.render.interop import (GLBufferResource, GLTextureResource, map_together,
                                        unmap_together)
-from galaxyview.render.look import COLOUR_MODES, COMPONENT_COLOURS
+from galaxyview.render.look import COMPONENT_COLOURS, GALAXY_COLOURS, LUT_SIZE
 from galaxyview.render.particles import light_gain
 
 BLOCK = 256
+P_GALAXY, P_LUT = 56, 80  # as in kernels/render_splat.cu
+P_FLOATS = P_LUT + 3 * LUT_SIZE
 
 
 def gl_handle(gl_context, obj) -> int:
@@ -39,28 +41,39 @@ class CudaSplatter:
 
         self._cuda, self.gl_context, self.stream = cuda, gl_context, stream
         self._kernel = module.functions["splat"]  # prepared from its C signature
-        self._params = cuda.mem_alloc(64 * 4)
-        self._host_params = cuda.pagelocked_zeros(64, np.float32)
+        self._params = cuda.mem_alloc(P_FLOATS * 4)
+        self._host_params = cuda.pagelocked_zeros(P_FLOATS, np.float32)
+        self._host_params[P_GALAXY:P_LUT] = np.ravel(GALAXY_COLOURS)
         self._buffers = {}  # size -> (texture, its CUDA registration, light buffer)
 
-    def _buffers_for(self, size):
-        """Light texture and CUDA light buffer of this size; the last two sizes are kept (the
-        window's and a recording's)."""
+    def _buffers_for(self, size, registered: bool):
+        """Light texture (registered with CUDA, or with a page-locked host copy of the light
+        for the host path) and CUDA light buffer of this size; the last two sizes are kept
+        (the window's and a recording's)."""
         if size not in self._buffers:
             if len(self._buffers) >= 2:
                 self._free(self._buffers.pop(next(iter(self._buffers))))
             w, h = size
             texture = gloo.Texture2D(shape=(h, w, 4), format="rgba", internalformat="rgba32f",
                                      interpolation="nearest")
-            resource = GLTextureResource(gl_handle(self.gl_context, texture))
-            self._buffers[size] = (texture, resource, self._cuda.mem_alloc(16 * w * h))
+            if registered:
+                target = GLTextureResource(gl_handle(self.gl_context, texture))
+            else:
+                target = self._cuda.pagelocked_empty((h, w, 4), np.float32)
+            self._buffers[size] = (texture, target, self._cuda.mem_alloc(16 * w * h))
         return self._buffers[size]
 
-    def render_light(self, vertices: GLBufferResource, n: int, camera, look, size,
-                     auto_speed_max: float):
-        """Splat n particles of the vertex buffer for this view; returns the light texture."""
+    def render_light(self, vertices, n: int, camera, look, size, colouring):
+        """Splat n particles of the vertex buffer for this view; returns the light texture.
+        colouring: ParticleRenderer.colouring() (mode, its code, (lo, hi), colour map).
+        vertices: the registered GL vertex buffer (GLBufferResource), or device memory holding
+        the vertices (the host path: the light then reaches the texture through the host)."""
         size = (int(size[0]), int(size[1]))
-        texture, resource, light = self._buffers_for(size)
+        registered = isinstance(vertices, GLBufferResource)
+        texture, target, light = self._buffers_for(size, registered)
+        if isinstance(target, GLTextureResource) != registered:  # the path changed
+            self._free(self._buffers.pop(size))
+            texture, target, light = self._buffers_for(size, registered)
         w, h = size
         s = self.stream
         s.synchronize()  # the last frame's copy of the parameters is done with them
@@ -69,26 +82,38 @@ class CudaSplatter:
         for code in range(8):
             p[16 + 4 * code:20 + 4 * code] = COMPONENT_COLOURS.get(
                 code, COMPONENT_COLOURS[Component.STAR])
-        p[48:52] = (look.point_size, light_gain(n), COLOUR_MODES.index(look.colour_mode),
-                    look.speed_max or auto_speed_max)
-        self._cuda.memcpy_htod_async(self._params, p, s)  # host to device: 256 bytes
+        _, code, (lo, hi), lut = colouring
+        p[48:53] = (look.point_size, light_gain(n), code, lo, hi)
+        p[P_LUT:] = lut.ravel()
+        self._cuda.memcpy_htod_async(self._params, p, s)  # host to device: 3.4 kB
         self._cuda.memset_d32_async(light, 0, w * h * 4, s)
-        both = (vertices, resource)
+        if not registered:
+            self._splat(int(vertices), n, light, w, h)
+            self._cuda.memcpy_dtoh_async(target, light, s)
+            s.synchronize()
+            texture.set_data(target)  # uploaded by GL
+            return texture
+        both = (vertices, target)
         (vptr, _), array = map_together(both, s.handle)  # one GL-CUDA synchronisation
         try:
-            if n:
-                self._kernel.prepared_async_call((math.ceil(n / BLOCK), 1), (BLOCK, 1, 1), s,
-                                                 vptr, n, int(self._params), int(light), w, h)
+            self._splat(vptr, n, light, w, h)
             # the light into the texture: a device-to-device copy on the same stream
-            resource.copy_from(array, int(light), 16 * w, h, s.handle)
+            target.copy_from(array, int(light), 16 * w, h, s.handle)
         finally:
             unmap_together(both, s.handle)
         return texture
 
+    def _splat(self, vptr: int, n: int, light, w: int, h: int) -> None:
+        if n:
+            self._kernel.prepared_async_call((math.ceil(n / BLOCK), 1), (BLOCK, 1, 1),
+                                             self.stream, vptr, n, int(self._params),
+                                             int(light), w, h)
+
     @staticmethod
     def _free(buffers) -> None:
-        texture, resource, light = buffers
-        resource.unregister()
+        texture, target, light = buffers
+        if isinstance(target, GLTextureResource):
+            target.unregister()
         texture.delete()
         light.free()
 

@@ -11,7 +11,7 @@ from time import perf_counter
 import numpy as np
 
 from galaxyview.engines import modules
-from galaxyview.engines.base import PHASES, Energies, Engine, StepStats
+from galaxyview.engines.base import PHASES, Checkpoint, Energies, Engine, StepStats
 from galaxyview.engines.cpu.direct import direct_forces, direct_forces_jerk
 from galaxyview.engines.cpu.groups import make_groups
 from galaxyview.engines.cpu.multipoles import compute_multipoles
@@ -254,6 +254,32 @@ class CPUEngine(Engine):
         s = self.system
         return Energies(diagnostics.kinetic_energy(s.vel, s.mass),
                         diagnostics.potential_energy(s.mass, s.pot))
+
+    def checkpoint(self) -> Checkpoint:
+        self._need_state()
+        arrays = {k: v.copy() for k, v in vars(self.system).items()
+                  if isinstance(v, np.ndarray)}
+        return Checkpoint(self._time, self.steps_done, self.params,
+                          sum(a.nbytes for a in arrays.values()), False, arrays,
+                          self._module_states())
+
+    def restore(self, checkpoint: Checkpoint) -> None:
+        self._need_state()
+        if checkpoint.data is None or len(checkpoint.data["pos"]) != self.n:
+            raise EngineError("this checkpoint is of another particle set or was freed")
+        for k, v in checkpoint.data.items():
+            setattr(self.system, k, v.copy())
+        self._time = checkpoint.time
+        self.tree = None
+        self._restore_modules(checkpoint)
+
+    def sample_forces(self, targets: np.ndarray):
+        from galaxyview.engines.cpu.direct import direct_forces
+
+        self._need_state()
+        s, targets = self.system, np.asarray(targets, np.int64)
+        ref, _ = direct_forces(s.pos, s.mass, self.params.eps, self.params.G, targets=targets)
+        return s.acc[targets].copy(), ref
 
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray | None:
         t = self.tree

@@ -17,7 +17,7 @@ from galaxyview.cuda import DeviceParticles, DeviceView, probe
 from galaxyview.cuda.compile import read_kernel
 from galaxyview.cuda.context import primary_context, pushed
 from galaxyview.engines import modules
-from galaxyview.engines.base import PHASES, Energies, Engine, StepStats
+from galaxyview.engines.base import PHASES, Checkpoint, Energies, Engine, StepStats
 from galaxyview.engines.gpu.buffers import Buffers
 from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_NONFINITE,
                                               FLAG_STACK, MAX_LEVEL, ST_FLAGS, ST_PC, ST_PP,
@@ -338,6 +338,62 @@ class GPUEngine(Engine):
             self._n = 0
 
     # -- tree overlay ----------------------------------------------------------------------
+    def _particle_arrays(self) -> list[tuple[int, int]]:
+        """(device pointer, bytes) of the current particle set: pos4, vel4, acc4, ids."""
+        n = self._n
+        pos, vel = self.buf.set_ptrs(self._cur)
+        return [(pos, 16 * n), (vel, 16 * n), (self.buf.ptr("acc"), 16 * n),
+                (self.buf.ptr(f"id{self._cur}"), 4 * n)]
+
+    def checkpoint(self) -> Checkpoint:
+        """A device-to-device copy of the current particle set (52 bytes a particle)."""
+        if not self._n:
+            raise EngineError("no particles loaded: load a scene first")
+        with self.activate():
+            arrays = self._particle_arrays()
+            nbytes = sum(b for _, b in arrays)
+            try:
+                mem = self._cuda.mem_alloc(nbytes)
+            except self._cuda.MemoryError:
+                raise EngineError(f"no device memory for another checkpoint of "
+                                  f"{nbytes / 1e6:.0f} MB") from None
+            offset = 0
+            for ptr, b in arrays:
+                self._cuda.memcpy_dtod(int(mem) + offset, ptr, b)
+                offset += b
+            self._sync()
+        context = self.context
+
+        def release():
+            with pushed(context):
+                mem.free()
+
+        return Checkpoint(self._time, self.steps_done, self.params, nbytes, True,
+                          (mem, self._n), self._module_states(), release)
+
+    def restore(self, checkpoint: Checkpoint) -> None:
+        if checkpoint.data is None or checkpoint.data[1] != self._n:
+            raise EngineError("this checkpoint is of another particle set or was freed")
+        mem = checkpoint.data[0]
+        with self.activate():
+            offset = 0
+            for ptr, b in self._particle_arrays():
+                self._cuda.memcpy_dtod(ptr, int(mem) + offset, b)
+                offset += b
+            self._sync()
+            self._time = checkpoint.time
+            self._restore_modules(checkpoint)
+
+    def sample_forces(self, targets: np.ndarray):
+        """The float64 reference by kernels/nbody_direct.cu direct_sample_f64 on the device;
+        the solver's accelerations from one download of all of them."""
+        from galaxyview.engines.gpu.inspect import direct_reference
+
+        targets = np.asarray(targets, np.int64)
+        ref, _ = direct_reference(self, targets)
+        acc, _ = self.accelerations()
+        return acc[targets].astype(np.float64), ref
+
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray:
         if not self._have_tree:
             return None

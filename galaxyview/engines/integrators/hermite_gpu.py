@@ -67,11 +67,13 @@ class Hermite4(Integrator):
         return self._activity.time_steps(self.counts[:self._L + 1])
 
     def save(self) -> dict:
-        """a, j and levels in the loaded order (the Hermite never re-sorts the particles)."""
+        """float64 x, v, a, j and the levels in the loaded order (the Hermite never re-sorts
+        the particles)."""
         cuda, d = self._cuda, self._d
         level = np.empty(self.system.n, np.int32)
         cuda.memcpy_dtoh(level, d["lev"])
-        return {"acc": download(self, "a"), "jerk": download(self, "j"), "level": level,
+        return {"pos": download(self, "x"), "vel": download(self, "v"),
+                "acc": download(self, "a"), "jerk": download(self, "j"), "level": level,
                 "dt": float(self._dt), "block_levels": int(self._L)}
 
     def restore(self, saved: dict) -> None:
@@ -81,6 +83,9 @@ class Hermite4(Integrator):
         cuda.memcpy_htod(d["a"], np.ascontiguousarray(saved["acc"], np.float64))
         cuda.memcpy_htod(d["j"], np.ascontiguousarray(saved["jerk"], np.float64))
         cuda.memcpy_htod(d["lev"], np.ascontiguousarray(saved["level"], np.int32))
+        for name, key in (("x", "pos"), ("v", "vel")):
+            if key in saved:  # the float64 state (a checkpoint; a snapshot of this engine)
+                cuda.memcpy_htod(d[name], np.ascontiguousarray(saved[key], np.float64))
         self._dt, self._L = float(saved["dt"]), int(saved["block_levels"])
         self._count_levels()
 

@@ -1,0 +1,230 @@
+"""Show mode: the window full screen and unattended, looping a playlist (model/playlist.py):
+each scene with its camera programme (render/show.py) and captions in large type, a
+cross-fade from the last picture of one scene into the next. Any key, click, wheel or mouse
+move hands control back (the panel comes back); after the playlist's idle seconds without
+input the show goes on with the next scene."""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from PyQt6.QtCore import QEvent, QObject, QPropertyAnimation, Qt, QTimer
+from PyQt6.QtGui import QCursor, QImage, QPixmap
+from PyQt6.QtWidgets import QApplication, QGraphicsOpacityEffect, QLabel
+
+from galaxyview.errors import GalaxyviewError
+from galaxyview.movie.recorder import follow_target
+from galaxyview.render.show import CameraProgramme, caption_lines
+
+TICK_MS = 100
+INPUT_EVENTS = (QEvent.Type.KeyPress, QEvent.Type.MouseButtonPress, QEvent.Type.Wheel,
+                QEvent.Type.MouseMove)
+MOVE_PX = 8  # the pointer must move this far to count as a user
+
+
+class ShowController(QObject):
+    """Drives a MainWindow through `playlist`; `items` > 0 closes the window after that many
+    scenes (demos and tests). `active` is False while the user has control."""
+
+    def __init__(self, window, playlist, fullscreen: bool = True, items: int = 0):
+        super().__init__(window)
+        self.window, self.playlist = window, playlist
+        self.fullscreen, self.max_items = fullscreen, items
+        self.index, self.shown_items, self.active = -1, 0, True
+        self.programme = None
+        self.item_started = 0.0
+        self._pointer = None
+        self.caption = QLabel(window.canvas.native)
+        self.caption.setWordWrap(True)
+        self.caption.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.fade = QLabel(window.canvas.native)
+        self.fade.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self._fade_effect = QGraphicsOpacityEffect(self.fade)
+        self.fade.setGraphicsEffect(self._fade_effect)
+        self._fade_anim = QPropertyAnimation(self._fade_effect, b"opacity", self)
+        self._fade_anim.finished.connect(self.fade.hide)
+        self.fade.hide()
+        self._timer = QTimer(self)
+        self._timer.setInterval(TICK_MS)
+        self._timer.timeout.connect(self._tick)
+        self._idle = QTimer(self)
+        self._idle.setSingleShot(True)
+        self._idle.timeout.connect(self.resume)
+        window.show_controller = self
+
+    # -- running -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._chrome(False)
+        if self.fullscreen:
+            self.window.showFullScreen()
+        else:
+            self.window.show()
+        QApplication.instance().installEventFilter(self)
+        self.next_item()
+        self._timer.start()
+
+    def _chrome(self, on: bool) -> None:
+        """The panel, energy plot, menus and HUD: shown only while the user has control."""
+        w = self.window
+        for widget in (w.splitter.widget(1), w.plot, w.menuBar(), w.hud, w.colour_bar):
+            widget.setVisible(on)
+        w.hud_enabled = on
+
+    def next_item(self) -> None:
+        items = self.playlist.items
+        self._start_fade()
+        for _ in range(len(items)):
+            self.index = (self.index + 1) % len(items)
+            item = items[self.index]
+            if self._open(item):
+                break
+        else:
+            print("galaxyview show: no scene of the playlist could be opened", file=sys.stderr)
+            self.window.close()
+            return
+        self.shown_items += 1
+        print(f"show: {self.index + 1}/{len(items)} {item.scene} ({item.camera}, "
+              f"{item.duration:g} s)", flush=True)
+
+    def _open(self, item) -> bool:
+        w = self.window
+        try:
+            w.open_source(item.scene, item.n)
+            if item.steps_per_frame:
+                w.panel.steps_per_frame.setValue(item.steps_per_frame)
+            sim = w.sim
+            follow = None
+            if item.camera == "follow":
+                target, session = follow_target(sim.engine, sim.initial), w.session
+                follow = _LastKnown(session, target)
+            self.programme = CameraProgramme(item, w.canvas.camera, follow)
+        except GalaxyviewError as exc:
+            print(f"galaxyview show: skipping {item.scene}: {exc}", file=sys.stderr, flush=True)
+            return False
+        w.set_playing(True)
+        self.item_started = time.perf_counter()
+        return True
+
+    def _start_fade(self) -> None:
+        fade = self.playlist.fade
+        if self.window.session is None or fade <= 0:
+            return
+        rgb = np.ascontiguousarray(self.window.canvas.render_image())
+        h, wd = rgb.shape[:2]
+        self._last_rgb = rgb  # QImage keeps a pointer to it
+        image = QImage(rgb.data, wd, h, 3 * wd, QImage.Format.Format_RGB888)
+        self.fade.setPixmap(QPixmap.fromImage(image))
+        self.fade.setGeometry(0, 0, self.window.canvas.native.width(),
+                              self.window.canvas.native.height())
+        self.fade.setScaledContents(True)
+        self._fade_anim.stop()
+        self._fade_anim.setDuration(int(fade * 1000))
+        self._fade_anim.setStartValue(1.0)
+        self._fade_anim.setEndValue(0.0)
+        self.fade.show()
+        self.fade.raise_()
+        self._fade_anim.start()
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.item_started
+
+    def before_draw(self) -> None:
+        """The camera programme, before each paint (MainWindow._before_draw)."""
+        if self.active and self.programme is not None and self.window.session is not None:
+            self.programme.apply(self.window.canvas.camera, self.seconds(),
+                                 self.window.session.shown_time)
+
+    def _tick(self) -> None:
+        if self.window.session is None:
+            return
+        self.window.canvas.update()
+        self._show_caption()
+        item = self.playlist.items[self.index]
+        if self.active and self.seconds() >= item.duration:
+            if self.max_items and self.shown_items >= self.max_items:
+                self.stop()
+                self.window.close()
+            else:
+                self.next_item()
+
+    def _show_caption(self) -> None:
+        w, item = self.window, self.playlist.items[self.index]
+        sim = w.sim
+        units = sim.units.time_myr if sim.units else None
+        t = w.session.shown_time
+        lines = caption_lines(sim.name, item.caption_at(t), t, units)
+        if not self.active:
+            lines.append(f"you have the controls; the show goes on after "
+                         f"{self.playlist.idle:g} s without input")
+        canvas = w.canvas.native
+        px = max(18, canvas.height() // 28)
+        self.caption.setStyleSheet(f"QLabel {{ color: white; background: rgba(0, 0, 0, 110); "
+                                   f"font-size: {px}px; padding: {px // 2}px; }}")
+        self.caption.setText("\n".join(lines))
+        self.caption.setFixedWidth(int(canvas.width() * 0.8))
+        self.caption.adjustSize()
+        self.caption.move(px, canvas.height() - self.caption.height() - px)
+        self.caption.show()
+        self.caption.raise_()
+
+    # -- the user --------------------------------------------------------------------------------
+    def interrupt(self) -> None:
+        """Hand control back: the panel and menus return, the camera stays where it is."""
+        if self.active:
+            self.active = False
+            self.window.canvas.camera.fixed()
+            self._chrome(True)
+            print("show: paused (input)", flush=True)
+        self._idle.start(int(self.playlist.idle * 1000))
+
+    def resume(self) -> None:
+        if not self.active:
+            self.active = True
+            self._chrome(False)
+            print("show: resumed", flush=True)
+            self.next_item()
+
+    def eventFilter(self, obj, event) -> bool:
+        kind = event.type()
+        if kind in INPUT_EVENTS and self._is_user(kind):
+            was_active = self.active
+            self.interrupt()
+            return was_active and kind != QEvent.Type.MouseMove  # the first key only wakes
+        return False
+
+    def _is_user(self, kind) -> bool:
+        if kind != QEvent.Type.MouseMove:
+            return True
+        pos = QCursor.pos()
+        if self._pointer is None:
+            self._pointer = pos
+            return False
+        moved = (pos - self._pointer).manhattanLength() >= MOVE_PX
+        if moved:
+            self._pointer = pos
+        return moved
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self._idle.stop()
+        QApplication.instance().removeEventFilter(self)
+
+
+class _LastKnown:
+    """A follow point read through Session.try_engine: the last value while the worker steps,
+    so the GUI thread never waits for the engine."""
+
+    def __init__(self, session, target):
+        self.session, self.target = session, target
+        self.point = None
+
+    def _read(self):
+        with self.session.engine.activate():
+            return self.target()
+
+    def __call__(self):
+        done, point = self.session.try_engine(self._read)
+        if done and point is not None:
+            self.point = np.asarray(point, np.float64)
+        return self.point if self.point is not None else self.session.canvas.camera.centre

@@ -1,0 +1,59 @@
+"""The value each particle is coloured by (the vertex's a_value) and the colour map's range.
+
+Speed, potential and energy come from the engine's state and accelerations (on the GPU engine
+kernels/render_pack.cu computes them on the device: DEVICE_VALUES); the galaxy of origin and
+the local density from the tree (model/density.py) are computed on the host.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from galaxyview.model.density import tree_density
+from galaxyview.render.look import mode_code
+
+DEVICE_VALUES = {"speed": 0, "potential": 1, "energy": 2}  # render_pack.cu's value codes
+NEEDS_POTENTIAL = ("potential", "energy")
+LABELS = {"speed": "speed", "potential": "potential φ", "energy": "binding energy v²/2 + φ",
+          "density": "log10 density", "galaxy": "galaxy of origin", "component": "component"}
+
+
+def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
+    """(N,) float32 value of each particle for `mode` from a ParticleState (and the potential
+    for 'potential' and 'energy'); the speed for 'component', which does not use it (as
+    render_pack.cu writes it)."""
+    if mode == "galaxy":
+        return np.asarray(state.galaxy, np.float32)
+    if mode == "density":
+        return np.log10(np.maximum(tree_density(state.pos, state.mass), 1e-30)).astype(np.float32)
+    v2 = np.einsum("ij,ij->i", state.vel, state.vel)
+    if mode in ("speed", "component"):
+        return np.sqrt(v2).astype(np.float32)
+    if pot is None:
+        raise ValueError(f"colour mode {mode!r} needs the potential")
+    if mode == "potential":
+        return np.asarray(pot, np.float32)
+    return (0.5 * v2 + pot).astype(np.float32)  # energy
+
+
+def engine_values(engine, mode: str) -> np.ndarray:
+    """host_values of an engine's current state (host copies; the engine must be idle)."""
+    pot = engine.accelerations()[1] if mode in NEEDS_POTENTIAL else None
+    return host_values(mode, engine.state(), pot)
+
+
+def auto_range(mode: str, values: np.ndarray) -> tuple[float, float]:
+    """The colour map's (lo, hi) for these values: 0 to the 99th percentile for speed, the
+    1st to 99th percentile otherwise; galaxies 0..max."""
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return 0.0, 1.0
+    if len(v) > 200_000:
+        v = v[:: len(v) // 200_000]
+    if mode == "galaxy" or mode_code(mode) == 0:
+        return 0.0, max(float(v.max()), 1.0)
+    lo = 0.0 if mode == "speed" else float(np.percentile(v, 1))
+    hi = float(np.percentile(v, 99))
+    if not hi > lo:
+        hi = lo + max(abs(lo), 1.0) * 1e-3
+    return lo, hi

@@ -1,0 +1,139 @@
+"""Show mode: a playlist loops full screen with camera programmes, captions and cross-fades;
+input hands control back and idleness resumes the show."""
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("PyQt6.QtCore", reason="the window tests need PyQt6")
+
+from galaxyview.errors import SceneError  # noqa: E402
+from galaxyview.model.playlist import load_playlist  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+WAIT_MS = 30_000
+PLAYLIST = """\
+[show]
+fade = 0.3
+idle = 0.6
+[[item]]
+scene = "plummer"
+duration = 1.2
+n = 800
+orbit_deg_per_s = 30
+[[item.caption]]
+time = 0.0
+text = "A star cluster in equilibrium"
+[[item]]
+scene = "cold-collapse"
+duration = 1.2
+camera = "fly"
+n = 800
+"""
+
+
+@pytest.fixture
+def playlist(tmp_path):
+    f = tmp_path / "two.toml"
+    f.write_text(PLAYLIST)
+    return load_playlist(f)
+
+
+@pytest.fixture
+def show(qtbot, playlist):
+    from galaxyview.app.show import ShowController
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    w = MainWindow(ViewOptions(backend="cpu"))
+    qtbot.addWidget(w)
+    s = ShowController(w, playlist, fullscreen=False)
+    s.start()
+    qtbot.waitExposed(w)
+    yield s
+    w.close()
+    assert wait_for_workers(WAIT_MS)
+
+
+def test_cycles_the_playlist_with_captions_fade_and_camera(show, qtbot):
+    w = show.window
+    assert show.index == 0 and w.sim.name == "plummer" and w.playing
+    assert not w.splitter.widget(1).isVisible() and not w.menuBar().isVisible()
+    azimuth = w.canvas.camera.azimuth
+    qtbot.waitUntil(lambda: "A star cluster in equilibrium" in show.caption.text(),
+                    timeout=WAIT_MS)
+    assert "plummer" in show.caption.text() and "t = " in show.caption.text()
+    qtbot.waitUntil(lambda: w.canvas.camera.azimuth != azimuth, timeout=WAIT_MS)  # orbiting
+    qtbot.waitUntil(lambda: show.index == 1, timeout=WAIT_MS)
+    assert w.sim.name == "cold-collapse" and show.fade.isVisible()  # cross-fading
+    qtbot.waitUntil(lambda: not show.fade.isVisible(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: show.index == 0 and show.shown_items == 3, timeout=WAIT_MS)
+    assert w.sim.name == "plummer" and w.sim.engine.steps_done >= 0
+
+
+def test_input_hands_control_back_and_idleness_resumes(show, qtbot):
+    from PyQt6.QtCore import Qt
+
+    w = show.window
+    qtbot.waitUntil(lambda: w.session is not None and w.session.shown_time > 0,
+                    timeout=WAIT_MS)
+    qtbot.keyClick(w.canvas.native, Qt.Key.Key_A)
+    assert not show.active and w.splitter.widget(1).isVisible() and w.menuBar().isVisible()
+    item, playing = show.index, w.playing
+    for _ in range(4):  # 1.6 s, past the item's duration, never 0.6 s idle
+        qtbot.wait(400)
+        qtbot.keyClick(w.canvas.native, Qt.Key.Key_Shift)
+        assert not show.active and show.index == item
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=WAIT_MS)
+    qtbot.keyClick(w, Qt.Key.Key_Space)  # keys now reach the window: space pauses
+    assert w.playing != playing
+    qtbot.waitUntil(lambda: show.active, timeout=WAIT_MS)  # 0.6 s idle: the show goes on
+    assert show.index != item and w.playing and not w.splitter.widget(1).isVisible()
+
+
+def test_cli_show_plays_k_scenes_and_bad_playlists_are_one_line(tmp_path):
+    f = tmp_path / "two.toml"
+    f.write_text(PLAYLIST)
+    r = subprocess.run([sys.executable, "-m", "galaxyview", "show", str(f), "--backend", "cpu",
+                        "--windowed", "--items", "3"], capture_output=True, text=True,
+                       timeout=120, env=_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    shown = [line for line in r.stdout.splitlines() if line.startswith("show: ")]
+    assert [line.split()[1:3] for line in shown] == [["1/2", "plummer"], ["2/2", "cold-collapse"],
+                                                     ["1/2", "plummer"]]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[item]]\nscene = "plummer"\ncamera = "spin"\n')
+    r = subprocess.run([sys.executable, "-m", "galaxyview", "show", str(bad)],
+                       capture_output=True, text=True, timeout=60, env=_env(tmp_path))
+    assert r.returncode == 2 and "item[0].camera" in r.stderr and "Traceback" not in r.stderr
+
+
+def _env(tmp_path):
+    import os
+
+    return dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "config"))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", ["item is missing"]),
+    ('[[item]]\nscene = "plummer"\ncamera = "path"\n', ["camera_path", 'camera = "path"']),
+    ('[[item]]\nscene = "plummer"\nduration = 0\n', ["duration", "> 0"]),
+    ('[show]\nfade = -1\n[[item]]\nscene = "plummer"\n', ["show.fade"]),
+])
+def test_playlist_errors(tmp_path, text, words):
+    f = tmp_path / "p.toml"
+    f.write_text(text)
+    with pytest.raises(SceneError) as info:
+        load_playlist(f)
+    assert all(w in str(info.value) for w in words), info.value
+
+
+def test_the_shipped_default_playlist_names_shipped_scenes():
+    from galaxyview.model.scene import load_scene
+
+    p = load_playlist()
+    assert len(p.items) >= 2 and p.source.name == "default.toml"
+    for item in p.items:
+        load_scene(item.scene)
+        assert item.captions and item.captions[0].time == 0.0
