@@ -239,7 +239,7 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
         base = scene.params if scene else params_of(snap)
         units = scene.units if scene else snap.units
         params = base.with_(**overrides)
-        _check_modules(params, kind, scene, overrides)
+        _check_modules(params, module_kind(kind), scene, overrides)
         engine, named = create_engine(kind, params, gravity=gravity, device=device)
     except BaseException:
         if snap is not None:

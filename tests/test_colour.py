@@ -32,6 +32,7 @@ def test_values_of_each_mode():
     assert np.allclose(host_values("energy", s, pot), [12.5 - 2, 0.5 - 1, -0.5])
     assert np.array_equal(host_values("galaxy", s), [0, 2, 1])
     assert host_values("density", s).shape == (3,)
+    assert np.allclose(host_values("mass", s), np.log10(s.mass))
     with pytest.raises(ValueError, match="potential"):
         host_values("energy", s)
 
@@ -71,7 +72,7 @@ def test_colour_maps_come_from_vispy_and_modes_are_coded():
         assert lut.shape == (256, 3) and lut.dtype == np.float32
         ends = np.asarray(get_colormap(name).map(np.array([[0.0], [1.0]])))[:, :3]
         assert np.allclose(lut[[0, -1]], ends, atol=1e-6)
-    assert [mode_code(m) for m in COLOUR_MODES] == [0, 1, 2, 2, 2, 2]
+    assert [mode_code(m) for m in COLOUR_MODES] == [0, 1, 2, 2, 2, 2, 2]
     with pytest.raises(ParameterError, match="colour_map"):
         Look(colour_map="rainbow")
     with pytest.raises(ParameterError, match="value_range"):
@@ -140,6 +141,7 @@ def test_each_mode_draws_a_different_picture(renderer):
     e = CPUEngine(Params(theta=0.75, dt=1 / 64, eps=0.05))
     state = plummer_sphere(3000, np.random.default_rng(3))
     state.galaxy[1500:] = 1
+    state.mass[:1000] *= 5  # an IMF of two kinds of star, for the mass mode
     e.load(state)
     try:
         renderer.attach(e)

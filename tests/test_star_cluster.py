@@ -82,3 +82,10 @@ def test_run_reports_cluster_structure_and_block_steps(capsys):
     assert main(["run", "plummer", "--backend", "cpu", "--n", "300", "--steps", "1"]) == 0
     text = capsys.readouterr().out
     assert "core radius" in text and "block time steps" not in text
+
+
+def test_cluster_movie_coloured_by_mass_on_the_reference_engine(tmp_path):
+    out = tmp_path / "imf.mp4"
+    assert main(["record", "cluster-imf", "--backend", "reference", "--n", "300", "-o",
+                 str(out), "--frames", "2", "--size", "160x96", "--colour", "mass"]) == 0
+    assert out.stat().st_size > 0

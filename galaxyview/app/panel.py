@@ -111,8 +111,8 @@ class ControlPanel(QWidget):
         self.colour_map = QComboBox()
         self.colour_map.addItems(COLOUR_MAPS)
         self.colour_map.setCurrentText(look.colour_map)
-        self.colour_map.setToolTip("Colour map (vispy.color) for speed, potential, energy and "
-                                   "density")
+        self.colour_map.setToolTip("Colour map (vispy.color) for speed, potential, energy, "
+                                   "density and mass")
         form.addRow("Colour map", self.colour_map)
         self.tone_map = QComboBox()
         self.tone_map.addItems(TONE_MAPS)

@@ -13,6 +13,7 @@ from galaxyview.cli.output import say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.movie.encoder import PRESETS, MovieError, check_size
 from galaxyview.movie.recorder import CAMERAS
+from galaxyview.render.look import COLOUR_MODES, Look
 
 DEFAULT_SECONDS = 10.0
 
@@ -85,6 +86,9 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     common.add_backend(p)
     common.add_physics(p)
     p.add_argument("--caption", action="store_true", help="burn in the scene name and the time")
+    p.add_argument("--colour", choices=COLOUR_MODES, default="component",
+                   help="colour by: component, galaxy of origin, speed, potential, binding "
+                        "energy, local density or mass (a star cluster's IMF) (component)")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--crf", type=crf_type, default=18,
                    help="x264 quality, 0 (lossless) .. 51 (worst); 18 looks lossless (18)")
@@ -137,7 +141,8 @@ def run_record(args) -> int:
     try:
         say(f"{sim.name}: {sim.engine.n} particles, {sim.why}; {frames} frames of "
              f"{options.size[0]}x{options.size[1]} at {options.fps} fps -> {writer.path}")
-        result = record_simulation(sim, writer, options, show_progress=not args.no_progress)
+        result = record_simulation(sim, writer, options, look=Look(colour_mode=args.colour),
+                                   show_progress=not args.no_progress)
     except KeyboardInterrupt:
         writer.abort()
         say("galaxyview record: interrupted before the first frame or while finishing the "

@@ -2,7 +2,7 @@
 
 Speed, potential and energy come from the engine's state and accelerations (on the GPU engine
 kernels/render_pack.cu computes them on the device: DEVICE_VALUES); the galaxy of origin and
-the local density from the tree (model/density.py) are computed on the host.
+the local density from the tree (model/density.py) and the mass are computed on the host.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from galaxyview.render.look import mode_code
 DEVICE_VALUES = {"speed": 0, "potential": 1, "energy": 2}  # render_pack.cu's value codes
 NEEDS_POTENTIAL = ("potential", "energy")
 LABELS = {"speed": "speed", "potential": "potential φ", "energy": "binding energy v²/2 + φ",
-          "density": "log10 density", "galaxy": "galaxy of origin", "component": "component"}
+          "density": "log10 density", "galaxy": "galaxy of origin", "component": "component",
+          "mass": "log10 mass"}
 
 
 def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
@@ -23,6 +24,8 @@ def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
     render_pack.cu writes it)."""
     if mode == "galaxy":
         return np.asarray(state.galaxy, np.float32)
+    if mode == "mass":
+        return np.log10(np.maximum(state.mass, 1e-30)).astype(np.float32)
     if mode == "density":
         return np.log10(np.maximum(tree_density(state.pos, state.mass), 1e-30)).astype(np.float32)
     v2 = np.einsum("ij,ij->i", state.vel, state.vel)

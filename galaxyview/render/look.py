@@ -15,7 +15,7 @@ from galaxyview.model.params import TREE_MAX_LEVEL as MAX_TREE_LEVEL
 from galaxyview.model.state import Component
 
 # by component colour; by galaxy of origin; the rest through the colour map
-COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density")
+COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density", "mass")
 COLOUR_MAPS = ("viridis", "inferno", "magma", "fire", "ice", "coolwarm", "cubehelix", "hot")
 LUT_SIZE = 256
 # galaxies of origin 0..7 (more wrap around): distinct hues of even brightness
@@ -42,7 +42,8 @@ class Look:
     exposure: multiplies the accumulated light before tone mapping;
     colour_mode: 'component' (disk, bulge, halo, black hole, satellite), 'galaxy' (of origin),
     or through colour_map: 'speed', 'potential', 'energy' (specific binding energy
-    v^2/2 + phi) or 'density' (log10 of the local density from the tree, model/density.py);
+    v^2/2 + phi), 'density' (log10 of the local density from the tree, model/density.py) or
+    'mass' (log10 of the particle mass: star clusters with an IMF);
     colour_map: a vispy.color map name (COLOUR_MAPS);
     value_range: (lo, hi) at the ends of the colour map (None: from the values when the mode
     is chosen, render/colour.py auto_range);
