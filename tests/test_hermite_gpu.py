@@ -103,3 +103,21 @@ def test_energy_conservation_and_levels_at_16k():
           f"active fraction {ts.active_fraction:.3f}")
     assert de < 1e-6
     assert ts.levels >= 3 and 0 < ts.active_fraction < 0.5
+
+
+def test_checkpoint_restores_the_float64_state_exactly():
+    """The timeline's rewind: a checkpoint keeps the Hermite's own device state (save())."""
+    state = plummer_sphere(2048, np.random.default_rng(8))
+    eng = GPUEngine(Params(eps=1e-3, dt=1 / 32, eta=0.01, integrator="hermite4"))
+    try:
+        eng.load(state)
+        eng.step(2)
+        cp = eng.checkpoint()
+        eng.step(3)
+        first = eng.state().pos.copy()
+        eng.restore(cp)
+        eng.step(3)
+        np.testing.assert_array_equal(eng.state().pos, first)
+        cp.free()
+    finally:
+        eng.close()
