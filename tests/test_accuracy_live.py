@@ -82,7 +82,9 @@ def test_gpu_readout_matches_the_host_reference_and_costs_little(n):
         acc, ref = e.sample_forces(targets)
         st = e.state()
         host_ref, _ = direct_forces(st.pos, st.mass, 0.05, targets=targets[:200])
-        assert np.allclose(ref[:200], host_ref, rtol=1e-9, atol=0)
+        # the device reference sums float32 pair terms in float64: 1e-6 is far below tree errors
+        rel = np.linalg.norm(ref[:200] - host_ref, axis=1) / np.linalg.norm(host_ref, axis=1)
+        assert rel.max() < 1e-6, rel.max()
         host_acc, _ = e.accelerations()
         assert np.array_equal(acc, host_acc[targets].astype(np.float64))
         live_force_errors(e, targets)  # warm
@@ -98,6 +100,6 @@ def test_gpu_readout_matches_the_host_reference_and_costs_little(n):
         assert 1e-5 < live.p50 < 5e-3 and live.p99 < 5e-2
         # refreshed every next_after_s: its share of the wall time stays under 5 %
         assert np.median(costs) / 1e3 / live.next_after_s() <= LIVE_SHARE + 1e-9
-        assert np.median(costs) < 100  # and it still refreshes at least every 2 s
+        assert np.median(costs) < 20  # a check is no hitch: a few frames' time at most
     finally:
         e.close()

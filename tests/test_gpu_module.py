@@ -22,6 +22,7 @@ EXPECTED = {
     "multipoles_level": "idPPPPPPPPPPPPPP", "walk": "PPPPPPPPPPffi", "direct_forces": "PiffP",
     "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "kick": "PPif",
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
+    "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP",
 }
 HERMITE = {
     "herm_init": "PPiPPPP", "herm_predict": "iPdPPPPPPPPPPP", "herm_forces": "PPiPPPfP",

@@ -385,14 +385,11 @@ class GPUEngine(Engine):
             self._restore_modules(checkpoint)
 
     def sample_forces(self, targets: np.ndarray):
-        """The float64 reference by kernels/nbody_direct.cu direct_sample_f64 on the device;
-        the solver's accelerations from one download of all of them."""
-        from galaxyview.engines.gpu.inspect import direct_reference
+        """On the device (engines/gpu/inspect.py sample_forces): the direct sum in float32 pair
+        terms and float64 sums, and the solver's accelerations of the targets alone."""
+        from galaxyview.engines.gpu.inspect import sample_forces
 
-        targets = np.asarray(targets, np.int64)
-        ref, _ = direct_reference(self, targets)
-        acc, _ = self.accelerations()
-        return acc[targets].astype(np.float64), ref
+        return sample_forces(self, targets)
 
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray:
         if not self._have_tree:
