@@ -24,7 +24,7 @@ def test_the_story_fits_the_minute(story_time, dt, theta):
 
 
 def test_cheap_steps_are_batched_into_frames():
-    p = pace.cpu_pace(0.5, 0.01, 0.75, n=100)  # 2 us steps: many a frame
+    p = pace.cpu_pace(5.0, 0.01, 0.75, n=100)  # 0.25 ms steps: many a frame
     assert p.steps_per_frame == pace.math.ceil(pace.FRAME_S / pace.step_seconds(100, 0.75))
     assert pace.step_seconds(100, 0.75) * p.steps_per_frame >= pace.FRAME_S
     assert pace.cpu_pace(60, 0.1, 0.75, n=100_000).steps_per_frame == 1  # slow steps: one

@@ -82,7 +82,7 @@ class SceneActions:
         """Steps per frame of the scene's CPU pace (model/pace.py); 1 on the GPU."""
         if sim.scene is None or sim.engine.on_gpu:
             return 1
-        pace = sim.scene.cpu_pace(sim.engine.n)
+        pace = sim.scene.cpu_pace(sim.engine.n, sim.backend)
         return pace.steps_per_frame if pace else 1
 
     def load(self, source: str, n: int | None = None) -> bool:

@@ -5,14 +5,15 @@ a minute on a 2-core machine.
 A cost model, not a measurement at start-up, so the same scene gives the same particle count on
 every machine (the window and `galaxyview record` then show the same particles):
 
-    step seconds  = CPU_STEP_S_PER_PARTICLE * n * (0.75 / theta)^2
+    step seconds  = STEP_S_PER_PARTICLE[engine] * n * (0.75 / theta)^2
     frame seconds = max(FRAME_S, steps_per_frame * step seconds + FRAME_OVERHEAD_S
                                  + HOST_S_PER_PARTICLE * n)
 
-CPU_STEP_S_PER_PARTICLE was measured with the numpy engine on 2 cores (antennae and plummer,
-4k-16k particles, theta 0.75: 18-24 us a particle a step); FRAME_OVERHEAD_S is the window's
-work per frame besides stepping (energies, the force-error check, drawing). A faster machine
-or engine only plays the story sooner.
+STEP_S_PER_PARTICLE was measured on 2 cores: the numpy engine (`reference`; antennae and
+plummer, 4k-16k particles, theta 0.75: 18-24 us a particle a step) and the compiled one
+(`cpu`; antennae at 20k: 1.3 us, 2.5 us while the window draws beside it); HOST_S_PER_PARTICLE
+is the window's copy, upload and drawing (Mesa under Xvfb: 25 ms at 20k); FRAME_OVERHEAD_S the
+rest of its work per frame. A faster machine only plays the story sooner.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ import math
 from dataclasses import dataclass
 
 STORY_WALL_S = 60.0
-CPU_STEP_S_PER_PARTICLE = 24e-6
-HOST_S_PER_PARTICLE = 0.4e-6  # state copy, vertices and upload of a drawn frame
+STEP_S_PER_PARTICLE = {"cpu": 2.5e-6, "reference": 24e-6}  # by CPU backend
+HOST_S_PER_PARTICLE = 1.25e-6  # state copy, vertices, upload and drawing of a frame
 FRAME_OVERHEAD_S = 0.01
 REFERENCE_THETA = 0.75
 FRAME_S = 0.015  # the window's frame timer (app/playback.py FRAME_MS)
@@ -42,29 +43,33 @@ class Pace:
                 f"{self.story_steps} steps in about {self.wall_s:.0f} s on 2 cores")
 
 
-def step_seconds(n: int, theta: float) -> float:
-    """Wall seconds of one CPU engine step by the cost model."""
-    return CPU_STEP_S_PER_PARTICLE * n * (REFERENCE_THETA / theta) ** 2
+def step_seconds(n: int, theta: float, engine: str = "cpu") -> float:
+    """Wall seconds of one step of CPU backend `engine` by the cost model."""
+    return STEP_S_PER_PARTICLE[engine] * n * (REFERENCE_THETA / theta) ** 2
 
 
-def story_wall_seconds(n: int, steps_per_frame: int, story_steps: int, theta: float) -> float:
-    frame = max(FRAME_S, steps_per_frame * step_seconds(n, theta) + FRAME_OVERHEAD_S
+def story_wall_seconds(n: int, steps_per_frame: int, story_steps: int, theta: float,
+                       engine: str = "cpu") -> float:
+    frame = max(FRAME_S, steps_per_frame * step_seconds(n, theta, engine) + FRAME_OVERHEAD_S
                 + HOST_S_PER_PARTICLE * n)
     return math.ceil(story_steps / steps_per_frame) * frame
 
 
 def cpu_pace(story_time: float, dt: float, theta: float, n: int | None = None,
-             wall_s: float = STORY_WALL_S) -> Pace:
-    """The pace of a story of `story_time` (N-body units) at time step dt. With `n` given (the
-    scene's n_cpu or the command line's), only the steps per frame are chosen."""
+             wall_s: float = STORY_WALL_S, engine: str = "cpu") -> Pace:
+    """The pace of a story of `story_time` (N-body units) at time step dt on CPU backend
+    `engine` ("cpu" or "reference"). With `n` given (the scene's n_cpu or the command line's),
+    only the steps per frame are chosen."""
+    if engine not in STEP_S_PER_PARTICLE:
+        engine = "cpu"
     if not (story_time > 0 and dt > 0 and theta > 0 and wall_s > 0):
         raise ValueError("story_time, dt, theta and wall_s must be > 0")
     steps = max(1, math.ceil(story_time / dt - 1e-9))
     if n is None:  # the most particles whose steps fit the minute, one step a frame
-        per_particle = step_seconds(1, theta) + HOST_S_PER_PARTICLE
+        per_particle = step_seconds(1, theta, engine) + HOST_S_PER_PARTICLE
         n = int((wall_s / steps - FRAME_OVERHEAD_S) / per_particle) // ROUND * ROUND
         n = min(max(n, N_MIN), N_MAX)
     # enough steps a frame that a frame carries at least a timer period of stepping
-    m = max(1, math.ceil(FRAME_S / max(step_seconds(n, theta), 1e-12) - 1e-9))
+    m = max(1, math.ceil(FRAME_S / max(step_seconds(n, theta, engine), 1e-12) - 1e-9))
     m = min(m, steps)
-    return Pace(int(n), m, steps, story_wall_seconds(n, m, steps, theta))
+    return Pace(int(n), m, steps, story_wall_seconds(n, m, steps, theta, engine))

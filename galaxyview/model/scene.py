@@ -57,15 +57,15 @@ class Scene:
         """Particle count for a backend: n_gpu for "gpu", otherwise n_cpu or the CPU pace's."""
         if backend == "gpu":
             return self.n_gpu
-        return self.n_cpu if self.n_cpu is not None else self.cpu_pace().n
+        return self.n_cpu if self.n_cpu is not None else self.cpu_pace(backend=backend).n
 
-    def cpu_pace(self, n: int | None = None) -> Pace | None:
-        """The viewer's pace on the CPU engine (model/pace.py) for n particles (default: the
-        scene's n_cpu, else the pace's own count); None without story_time."""
+    def cpu_pace(self, n: int | None = None, backend: str = "cpu") -> Pace | None:
+        """The viewer's pace on CPU backend `backend` (model/pace.py) for n particles (default:
+        the scene's n_cpu, else the pace's own count); None without story_time."""
         if self.story_time is None:
             return None
         return cpu_pace(self.story_time, self.params.dt, self.params.theta,
-                        self.n_cpu if n is None else n)
+                        self.n_cpu if n is None else n, engine=backend)
 
     def build(self, n: int | None = None, backend: str = "cpu") -> ParticleState:
         """The initial state: the same scene, seed and n always give identical arrays."""
