@@ -110,7 +110,8 @@ def test_cuda_splat_draws_what_gl_sprites_draw(gpu_scene):
 
 
 def test_device_values_for_potential_and_energy(gpu_scene):
-    """render_pack.cu writes the potential and v^2/2 + phi from the engine's acc4 and vel4."""
+    """render_pack.cu writes the potential and v^2/2 + phi from the engine's acc4 and vel4, and
+    log10 of the mass from pos4."""
     import pycuda.driver as cuda
 
     engine, renderer = gpu_scene
@@ -124,7 +125,8 @@ def test_device_values_for_potential_and_energy(gpu_scene):
     phi = acc4[src, 3]
     v2 = (vel4[src, :3].astype(np.float64) ** 2).sum(axis=1)
     try:
-        for mode, expected in (("potential", phi), ("energy", 0.5 * v2 + phi)):
+        mass = np.log10(pos4[src, 3].astype(np.float64))
+        for mode, expected in (("potential", phi), ("energy", 0.5 * v2 + phi), ("mass", mass)):
             renderer.look.colour_mode = mode
             renderer.draw()
             got = renderer.read_vertices()["a_value"]

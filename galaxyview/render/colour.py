@@ -1,8 +1,8 @@
 """The value each particle is coloured by (the vertex's a_value) and the colour map's range.
 
 Speed, potential and energy come from the engine's state and accelerations (on the GPU engine
-kernels/render_pack.cu computes them on the device: DEVICE_VALUES); the galaxy of origin and
-the local density from the tree (model/density.py) and the mass are computed on the host.
+kernels/render_pack.cu computes them, and the mass, on the device: DEVICE_VALUES); the galaxy of
+origin and the local density from the tree (model/density.py) are computed on the host.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from galaxyview.model.density import tree_density
 from galaxyview.render.look import mode_code
 
-DEVICE_VALUES = {"speed": 0, "potential": 1, "energy": 2}  # render_pack.cu's value codes
+DEVICE_VALUES = {"speed": 0, "potential": 1, "energy": 2, "mass": 3}  # render_pack.cu's codes
 NEEDS_POTENTIAL = ("potential", "energy")
 LABELS = {"speed": "speed", "potential": "potential φ", "energy": "binding energy v²/2 + φ",
           "density": "log10 density", "galaxy": "galaxy of origin", "component": "component",
