@@ -21,7 +21,8 @@ def state():
 
 def test_matches_the_accuracy_job_on_the_same_sample(state):
     targets = live_sample(N, on_gpu=False)
-    rows = accuracy(state, "plummer", [0.4, 0.9], eps=0.05, sample=len(targets), seed=0).rows
+    rows = accuracy(state, "plummer", [0.4, 0.9], eps=0.05, backend="reference",
+                    sample=len(targets), seed=0).rows
     assert np.array_equal(targets, np.sort(np.random.default_rng(0).choice(N, len(targets),
                                                                            replace=False)))
     e = CPUEngine(Params(theta=0.4, eps=0.05))

@@ -41,7 +41,7 @@ class System(abc.ABC):
 
 class HostSystem(System):
     """pos, vel, acc, jerk (N, 3), pot, mass, radius (N,): float64 arrays in the loaded order
-    (jerk: of the last force evaluation that asked for it)."""
+    (jerk: of the last force evaluation that asked for it; None until one did)."""
 
     kind = "cpu"
     pos: np.ndarray

@@ -60,6 +60,8 @@ class _Particles(HostSystem):
         else:
             self.acc[active], self.pot[active] = acc, pot
             if jerk:
+                if self.jerk is None:  # only schemes that ask for it keep a jerk array
+                    self.jerk = np.zeros_like(self.acc)
                 self.jerk[active] = jrk
 
 
@@ -95,7 +97,7 @@ class CPUEngine(Engine):
         s.vel = state.vel.astype(np.float64)
         s.mass = state.mass.astype(np.float64)
         s.radius = state.radius.astype(np.float64)
-        s.acc, s.pot, s.jerk = np.zeros_like(s.pos), np.zeros_like(s.mass), np.zeros_like(s.pos)
+        s.acc, s.pot, s.jerk = np.zeros_like(s.pos), np.zeros_like(s.mass), None
         self._time = float(state.time)
         self.steps_done = 0
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
@@ -131,7 +133,7 @@ class CPUEngine(Engine):
         self._time = float(state.time)
         self.steps_done = int(exact.steps)
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
-        s.jerk = np.zeros_like(s.pos)
+        s.jerk = None
         if exact.forces_reusable(self.name, self.gravity, self.params):
             s.acc, s.pot = np.array(exact.acc, np.float64), np.array(exact.pot, np.float64)
         else:
@@ -160,7 +162,8 @@ class CPUEngine(Engine):
 
     def _step(self) -> None:
         s = self.system
-        kept = {k: getattr(s, k).copy() for k in ("pos", "vel", "acc", "pot", "jerk")}
+        kept = {k: getattr(s, k).copy() for k in ("pos", "vel", "acc", "pot", "jerk")
+                if getattr(s, k) is not None}
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         t0 = perf_counter()
         try:
