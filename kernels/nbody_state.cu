@@ -48,3 +48,33 @@ extern "C" __global__ void cell_boxes(int c0, int c1, const int* __restrict__ le
         out[c - c0] = make_float4((float)g[0], (float)g[1], (float)g[2], (float)size);
     }
 }
+
+// Colour by density on the device (render/colour.py): each particle gets log10 of the mass
+// density of the smallest cell around it with at least n_min particles, from the engine's tree
+// (model/density.py's estimate). One launch per level, coarse to fine, a warp per cell: finer
+// cells overwrite; the root always writes. out is in the current (sorted) order.
+extern "C" __global__ void cell_density(int c0, int c1, int level, int n_min,
+                                        const int* __restrict__ begin,
+                                        const int* __restrict__ count,
+                                        const float4* __restrict__ q1,
+                                        const float* __restrict__ frame, float* __restrict__ out)
+{
+    const int lane = threadIdx.x & 31;
+    const double side = (double)frame[3] / (double)(1ll << level);
+    for (int c = c0 + ((blockIdx.x * blockDim.x + threadIdx.x) >> 5); c < c1;
+         c += (gridDim.x * blockDim.x) >> 5) {
+        const int k = count[c];
+        if (k < n_min && level > 0) continue;
+        const float d = (float)log10(fmax((double)q1[c].w / (side * side * side), 1e-300));
+        for (int p = begin[c] + lane; p < begin[c] + k; p += 32) out[p] = d;
+    }
+}
+
+// Colour by galaxy on the device: out[i] = src[id[i]] (a loaded-order array, current order).
+extern "C" __global__ void gather_by_id(const float* __restrict__ src,
+                                        const unsigned* __restrict__ id, int n,
+                                        float* __restrict__ out)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        out[i] = src[id[i]];
+}

@@ -22,7 +22,8 @@ EXPECTED = {
     "multipoles_level": "idPPPPPPPPPPPPPP", "walk": "PPPPPPPPPPffi", "direct_forces": "PiffP",
     "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "kick": "PPif",
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
-    "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP",
+    "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP", "cell_density": "iiiiPPPPP",
+    "gather_by_id": "PPiP",
 }
 HERMITE = {
     "herm_init": "PPiPPPP", "herm_predict": "iPdPPPPPPPPPPP", "herm_forces": "PPiPPPfP",
@@ -35,7 +36,7 @@ def test_launch_formats_are_read_off_the_kernel_sources():
     assert kernel_formats(module.source_text(LEAPFROG)) == EXPECTED
     assert kernel_formats(read_kernel("integrator_hermite.cu")) == HERMITE
     render = kernel_formats((kernels_dir() / "render_pack.cu").read_text())
-    assert render == {"pack_vertices": "PPPPiQi"}  # pos4, vel4, acc4, out, n, stride, value
+    assert render == {"pack_vertices": "PPPPPiQi"}  # pos4 vel4 acc4 vals out n stride value
     assert kernel_formats((kernels_dir() / "render_splat.cu").read_text()) == {"splat": "PiPPii"}
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,11 @@ class DeviceParticles:
 @dataclass(frozen=True)
 class DeviceView:
     """context: the engine's pycuda context; ordinal: its device; particles(): the current
-    arrays (the engine must be idle: call it between steps)."""
+    arrays (the engine must be idle: call it between steps); values(mode): a device pointer
+    to float32 values a particle, in the current order, for a colour mode the engine computes
+    on the device ('galaxy', 'density'), or None (then the renderer uses a host copy)."""
 
     context: object
     ordinal: int
     particles: Callable[[], DeviceParticles]
+    values: Optional[Callable[[str], Optional[int]]] = None

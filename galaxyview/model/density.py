@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 MAX_LEVEL = 16  # cells of 1/65536 of the cube are as fine as a picture needs
+N_MIN = 32  # particles in the smallest cell that gives a particle its density
+PAD = 1e-5  # the cube's side is the extent times 1 + PAD (as the GPU engine's tree)
 
 
-def tree_density(pos: np.ndarray, mass: np.ndarray, n_min: int = 32) -> np.ndarray:
+def tree_density(pos: np.ndarray, mass: np.ndarray, n_min: int = N_MIN) -> np.ndarray:
     """(N,) float64 mass per unit volume of each particle's smallest cell with >= n_min
     particles (the root cell when there are fewer particles than that)."""
     pos = np.asarray(pos, np.float64)
@@ -18,7 +20,7 @@ def tree_density(pos: np.ndarray, mass: np.ndarray, n_min: int = 32) -> np.ndarr
         return np.zeros(0)
     mass = np.asarray(mass, np.float64)
     lo = pos.min(axis=0)
-    size = max(float((pos.max(axis=0) - lo).max()), 1e-30) * (1 + 1e-9)
+    size = max(float((pos.max(axis=0) - lo).max()), 1e-30) * (1 + PAD)
     cells = np.minimum(((pos - lo) / size * 2**MAX_LEVEL).astype(np.int64), 2**MAX_LEVEL - 1)
     density = np.full(n, mass.sum() / size**3)
     for level in range(1, MAX_LEVEL + 1):

@@ -13,6 +13,7 @@ from galaxyview.render.colour import DEVICE_VALUES, NEEDS_POTENTIAL, engine_valu
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
 
 BLOCK = 256
+VALUES_FROM_ENGINE = 4  # render_pack.cu: the value is the engine's DeviceView.values array
 SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
 
 
@@ -141,7 +142,8 @@ class DeviceSource:
     def refresh(self, vertices=None) -> None:
         """The engine's current particles into the vertex buffer (the engine must be idle),
         coloured for the look's colour mode: speed, potential and energy are computed by
-        render_pack.cu; the galaxy and the density come from a host copy of the state."""
+        render_pack.cu, the galaxy and the density by the engine on the device where it can
+        (DeviceView.values), else from a host copy of the state."""
         r = self.renderer
         mode = r.look.colour_mode
         with pushed(self.view.context):
@@ -151,14 +153,15 @@ class DeviceSource:
             r.vertex_mode = mode
             if n == 0:
                 return
-            on_device = mode == "component" or mode in DEVICE_VALUES
+            values = self.view.values(mode) if self.view.values is not None else None
+            on_device = mode == "component" or mode in DEVICE_VALUES or values is not None
             host = None if on_device else engine_vertices(self.engine, mode)
             if host is not None:
                 r.colour_range(mode, host["a_value"])
             elif mode != "component" and mode not in r.ranges:  # once: a host copy
                 r.colour_range(mode, engine_values(self.engine, mode))
             if self.through_host and self.splatter is None:  # GL sprites from host vertices
-                self._upload_through_host(arrays, host, mode)
+                self._upload_through_host(arrays, host, mode, values)
                 return
             h = self.stream.handle
             if self.through_host:
@@ -172,17 +175,18 @@ class DeviceSource:
                 if host is not None:  # through page-locked memory, ordered on the stream
                     self._cuda.memcpy_htod_async(ptr, self._staged(host), self.stream)
                 else:
-                    self._pack_into(ptr, arrays, mode)
+                    self._pack_into(ptr, arrays, mode, values)
             finally:
                 if not self.through_host:
                     self.resource.unmap(h)
             self.stream.synchronize()  # done reading pos4 before the engine's next step
 
-    def _pack_into(self, ptr: int, arrays, mode: str) -> None:
+    def _pack_into(self, ptr: int, arrays, mode: str, values: int | None = None) -> None:
         n = arrays.n
+        code = DEVICE_VALUES.get(mode, 0) if values is None else VALUES_FROM_ENGINE
         self._pack.launch("pack_vertices", (math.ceil(n / BLOCK), 1, 1), (BLOCK, 1, 1),
-                          arrays.pos4, arrays.vel4, arrays.acc4, ptr, n, int(self.stride),
-                          DEVICE_VALUES.get(mode, 0), stream=self.stream)
+                          arrays.pos4, arrays.vel4, arrays.acc4, values or 0, ptr, n,
+                          int(self.stride), code, stream=self.stream)
 
     def _pinned(self, n: int) -> np.ndarray:
         """The page-locked host buffer of n vertices."""
@@ -196,11 +200,11 @@ class DeviceSource:
         buf[:] = vertices
         return buf
 
-    def _upload_through_host(self, arrays, host, mode: str) -> None:
+    def _upload_through_host(self, arrays, host, mode: str, values: int | None = None) -> None:
         """No interop and no splat: vertices to GL through the host."""
         if host is None:
             ptr = int(self._device_vertices)
-            self._pack_into(ptr, arrays, mode)
+            self._pack_into(ptr, arrays, mode, values)
             host = self._pinned(arrays.n)
             self._cuda.memcpy_dtoh_async(host, ptr, self.stream)
             self.stream.synchronize()

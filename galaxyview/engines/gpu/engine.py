@@ -26,6 +26,7 @@ from galaxyview.engines.gpu.module import compile_kernels
 from galaxyview.engines.gpu.phases import run_force
 from galaxyview.engines.system import DeviceSystem
 from galaxyview.errors import EngineError
+from galaxyview.model.density import MAX_LEVEL as DENSITY_MAX_LEVEL, N_MIN as DENSITY_N_MIN
 from galaxyview.model.exact import ExactState
 from galaxyview.model.state import ParticleState
 
@@ -124,6 +125,7 @@ class GPUEngine(Engine):
         self.integrator, self.boundary, self.collision = modules.create(self.params, "gpu",
                                                                         self.system)
         self._n = 0
+        self._galaxy_on_device = False
         self._cur = 0  # which particle set is current
         self._time = 0.0
         self._epoch = 0
@@ -178,7 +180,38 @@ class GPUEngine(Engine):
         return self.buf.total_bytes()
 
     def device_view(self) -> DeviceView:
-        return DeviceView(self.context, self.ordinal, self.system.particles)
+        return DeviceView(self.context, self.ordinal, self.system.particles,
+                          self._device_values)
+
+    def _device_values(self, mode: str) -> int | None:
+        """Per-particle colour values on the device (DeviceView.values): the galaxy of origin
+        gathered into the current order; log10 of the tree density (model/density.py's
+        estimate: the smallest cell with >= 32 particles, levels <= 16) from the last tree."""
+        if mode not in ("galaxy", "density") or not self._n:
+            return None
+        if mode == "density" and not self._have_tree:
+            return None  # direct gravity keeps no tree
+        b, n = self.buf, self._n
+        b._alloc("colour_values", 4 * n)
+        out = b.ptr("colour_values")
+        if mode == "galaxy":
+            if not self._galaxy_on_device:
+                b._alloc("galaxy_f", 4 * n)
+                self._cuda.memcpy_htod(b.ptr("galaxy_f"), self._galaxy.astype(np.float32))
+                self._galaxy_on_device = True
+            self.kernels.launch("gather_by_id", (self._grid(), 1, 1), (256, 1, 1),
+                                b.ptr("galaxy_f"), b.ptr(f"id{self._cur}"), n, out)
+            return out
+        self._sync()
+        lb = self._download(b.ptr("lb"), np.int32, MAX_LEVEL + 3)
+        for level in range(min(MAX_LEVEL, DENSITY_MAX_LEVEL) + 1):
+            c0, c1 = int(lb[level]), int(lb[level + 1])
+            if c1 <= c0:
+                break
+            self.kernels.launch("cell_density", (self._grid(32 * (c1 - c0)), 1, 1), (256, 1, 1),
+                                c0, c1, level, DENSITY_N_MIN, b.ptr("begin"), b.ptr("count"),
+                                b.ptr("cell_q1"), b.ptr("frame"), out)
+        return out
 
     # -- state -------------------------------------------------------------------------------
     def load(self, state: ParticleState) -> None:
@@ -191,6 +224,7 @@ class GPUEngine(Engine):
         vel4[:, :3], vel4[:, 3] = state.vel, state.component
         self._component = state.component.copy()
         self._galaxy = state.galaxy.copy()
+        self._galaxy_on_device = False
         self._radius = state.radius.copy()
         self._meta = dict(state.meta)
         with self.activate():
