@@ -186,7 +186,7 @@ __device__ __forceinline__ int clip_level(double k, int L)
 // First forces (all particles at tick 0) or forces again after eps changed: a and j, and the
 // initial levels from eta_s |a| / |j|, eta_s = eta / 2 (when set_levels).
 extern "C" __global__ void herm_first(int nact, const int* __restrict__ act, int nslices, int stride,
-                                      const double* __restrict__ part, double G, double eps2,
+                                      const double* __restrict__ part, double G,
                                       const float4* __restrict__ pj, double* __restrict__ a,
                                       double* __restrict__ j, int set_levels, double dt,
                                       double eta, int L, int* __restrict__ lev,
@@ -317,7 +317,7 @@ extern "C" __global__ void herm_correct(long long* __restrict__ sc, const int* _
 // The synchronised state back into the engine's float32 arrays (vel.w, the component, kept),
 // with the accelerations and potentials of all particles (slot order: act), times reset to 0.
 extern "C" __global__ void herm_store(int nact, const int* __restrict__ act, int nslices, int stride,
-                                      const double* __restrict__ part, double G, double eps2,
+                                      const double* __restrict__ part, double G,
                                       const float4* __restrict__ pj, const double* __restrict__ x,
                                       const double* __restrict__ v, long long* __restrict__ tl,
                                       float4* __restrict__ pos, float4* __restrict__ vel,

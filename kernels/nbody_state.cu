@@ -52,14 +52,15 @@ extern "C" __global__ void cell_boxes(int c0, int c1, const int* __restrict__ le
 // Colour by density on the device (render/colour.py): each particle gets log10 of the mass
 // density of the smallest cell around it with at least n_min particles, from the engine's tree
 // (model/density.py's estimate). One launch per level, coarse to fine, a warp per cell: finer
-// cells overwrite; the root always writes. out is in the current (sorted) order.
-extern "C" __global__ void cell_density(int c0, int c1, int level, int n_min,
+// cells overwrite; the root always writes. The level's cells are lb[level]..lb[level + 1] as the
+// build left them on the device (no host copy). out is in the current (sorted) order.
+extern "C" __global__ void cell_density(int level, const int* __restrict__ lb, int n_min,
                                         const int* __restrict__ begin,
                                         const int* __restrict__ count,
                                         const float4* __restrict__ q1,
                                         const float* __restrict__ frame, float* __restrict__ out)
 {
-    const int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x & 31, c0 = lb[level], c1 = lb[level + 1];
     const double side = (double)frame[3] / (double)(1ll << level);
     for (int c = c0 + ((blockIdx.x * blockDim.x + threadIdx.x) >> 5); c < c1;
          c += (gridDim.x * blockDim.x) >> 5) {

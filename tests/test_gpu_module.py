@@ -22,13 +22,13 @@ EXPECTED = {
     "multipoles_level": "idPPPPPPPPPPPPPP", "walk": "PPPPPPPPPPffi", "direct_forces": "PiffP",
     "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "kick": "PPif",
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
-    "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP", "cell_density": "iiiiPPPPP",
+    "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP", "cell_density": "iPiPPPPP",
     "gather_by_id": "PPiP",
 }
 HERMITE = {
     "herm_init": "PPiPPPP", "herm_predict": "iPdPPPPPPPPPPP", "herm_forces": "PPiPPPfP",
-    "herm_first": "iPiiPddPPPiddiPP", "herm_schedule": "PPii", "herm_count": "iPP",
-    "herm_shift": "iiiiP", "herm_correct": "PPPdddiPPPPPPPPP", "herm_store": "iPiiPddPPPPPPPP",
+    "herm_first": "iPiiPdPPPiddiPP", "herm_schedule": "PPii", "herm_count": "iPP",
+    "herm_shift": "iiiiP", "herm_correct": "PPPdddiPPPPPPPPP", "herm_store": "iPiiPdPPPPPPPP",
 }
 
 

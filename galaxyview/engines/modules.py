@@ -20,6 +20,7 @@ import abc
 import importlib
 
 from galaxyview.errors import EngineError
+from galaxyview.model.params import Params
 
 KINDS = ("cpu", "gpu")
 
@@ -151,8 +152,6 @@ REGISTRIES = {"integrator": INTEGRATORS, "boundary": BOUNDARIES, "collision": CO
 def gravity_for(params, kind: str, gravity: str | None) -> str:
     """The gravity an engine of `kind` runs for `params`: `gravity` when given (checked against
     what the integrator needs), else the integrator's ("direct" for Hermite) or "tree"."""
-    from galaxyview.model.params import Params
-
     params = params or Params()
     needs = INTEGRATORS.get(params.integrator, kind).gravity
     if gravity is None:

@@ -202,14 +202,9 @@ class GPUEngine(Engine):
             self.kernels.launch("gather_by_id", (self._grid(), 1, 1), (256, 1, 1),
                                 b.ptr("galaxy_f"), b.ptr(f"id{self._cur}"), n, out)
             return out
-        self._sync()
-        lb = self._download(b.ptr("lb"), np.int32, MAX_LEVEL + 3)
-        for level in range(min(MAX_LEVEL, DENSITY_MAX_LEVEL) + 1):
-            c0, c1 = int(lb[level]), int(lb[level + 1])
-            if c1 <= c0:
-                break
-            self.kernels.launch("cell_density", (self._grid(32 * (c1 - c0)), 1, 1), (256, 1, 1),
-                                c0, c1, level, DENSITY_N_MIN, b.ptr("begin"), b.ptr("count"),
+        for level in range(min(MAX_LEVEL, DENSITY_MAX_LEVEL) + 1):  # a warp per cell
+            self.kernels.launch("cell_density", (self._grid(32 * n), 1, 1), (256, 1, 1), level,
+                                b.ptr("lb"), DENSITY_N_MIN, b.ptr("begin"), b.ptr("count"),
                                 b.ptr("cell_q1"), b.ptr("frame"), out)
         return out
 

@@ -110,8 +110,7 @@ class Hermite4(Integrator):
                 s.launch("herm_predict", n, d["sc"], tick, d["x"], d["v"], d["a"], d["j"],
                          d["tl"], d["lev"], d["pj"], d["pl"], d["pv"], d["act"], d["nact"])
                 ev[2 * b].record()
-                s.launch("herm_forces", d["sc"], d["act"], n, d["pj"], d["pl"], d["pv"], eps2,
-                         d["part"], grid=self._target)
+                self._launch_forces(eps2)
                 ev[2 * b + 1].record()
                 s.launch("herm_correct", d["sc"], d["act"], d["part"], G, tick, float(p.eta),
                          L, d["pj"], d["x"], d["v"], d["a"], d["j"], d["tl"], d["lev"],
@@ -174,8 +173,8 @@ class Hermite4(Integrator):
 
     def _launch_forces(self, eps2: float, sc=None) -> None:
         s, d = self.system, self._d
-        s.launch("herm_forces", d["sc"] if sc is None else sc, d["act"], s.n, d["pj"], d["pl"], d["pv"], eps2,
-                 d["part"], grid=self._target)
+        s.launch("herm_forces", d["sc"] if sc is None else sc, d["act"], s.n, d["pj"], d["pl"],
+                 d["pv"], eps2, d["part"], grid=self._target)
 
     def _forces_all(self, t: int, tick: float) -> None:
         """a, j and potentials of every particle at tick t (all must be at t: no prediction)."""
@@ -191,7 +190,7 @@ class Hermite4(Integrator):
         slices, stride = self._shape
         m = s.n if n_act is None else n_act
         s.launch("herm_first", m, d["act"], slices, stride, d["part"], float(p.G),
-                 float(p.eps) ** 2, d["pj"], d["a"], d["j"], int(set_levels), float(p.dt),
+                 d["pj"], d["a"], d["j"], int(set_levels), float(p.dt),
                  float(p.eta), p.block_levels, d["lev"], d["nact"], grid=self._warps(m))
 
     def _store(self) -> None:
@@ -200,7 +199,7 @@ class Hermite4(Integrator):
         slices, stride = self._shape
         part = s.particles()
         s.launch("herm_store", s.n, d["act"], slices, stride, d["part"], float(p.G),
-                 float(p.eps) ** 2, d["pj"], d["x"], d["v"], d["tl"], part.pos4, part.vel4,
+                 d["pj"], d["x"], d["v"], d["tl"], part.pos4, part.vel4,
                  part.acc4, d["nact"], grid=self._warps(s.n))
 
     def _count_levels(self) -> None:
