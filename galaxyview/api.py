@@ -15,7 +15,7 @@ from galaxyview.snapshots import Snapshot, read
 
 
 def open(source, backend: str = "auto", n=None, *, theta=None, dt=None, eps=None,
-         gravity: str = "tree", device: int = 0, integrator: str | None = None,
+         gravity: str | None = None, device: int = 0, integrator: str | None = None,
          boundary: str | None = None, collision: str | None = None,
          index: int | None = None, playback: bool | None = None) -> Simulation:
     """A Simulation of `source`: a shipped scene's name, a scene file, a snapshot or archive.
@@ -27,8 +27,9 @@ def open(source, backend: str = "auto", n=None, *, theta=None, dt=None, eps=None
         raise ParameterError(f"source must be a scene name or a path, got {source!r}")
     if backend not in BACKENDS:
         raise ParameterError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if gravity not in ("tree", "direct"):
-        raise ParameterError(f"gravity must be 'tree' or 'direct', got {gravity!r}")
+    if gravity not in (None, "tree", "direct"):
+        raise ParameterError(f"gravity must be 'tree', 'direct' or None (what the integrator "
+                             f"needs), got {gravity!r}")
     n = None if n is None else whole_count(n, "n")
     device = whole_count(device, "device", minimum=0)
     if index is not None:

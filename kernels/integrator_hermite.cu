@@ -187,7 +187,7 @@ __device__ __forceinline__ int clip_level(double k, int L)
 // initial levels from eta_s |a| / |j|, eta_s = eta / 2 (when set_levels).
 extern "C" __global__ void herm_first(int nact, const int* __restrict__ act, int nslices, int stride,
                                       const double* __restrict__ part, double G,
-                                      const float4* __restrict__ pj, double* __restrict__ a,
+                                      double* __restrict__ a,
                                       double* __restrict__ j, int set_levels, double dt,
                                       double eta, int L, int* __restrict__ lev,
                                       int* __restrict__ nactc)
@@ -267,8 +267,7 @@ extern "C" __global__ void herm_shift(int n, int shift, int to, int L, int* __re
 // next level from Aarseth's criterion (halved as often as needed, doubled when t allows).
 extern "C" __global__ void herm_correct(long long* __restrict__ sc, const int* __restrict__ act,
                                         const double* __restrict__ part, double G, double tick,
-                                        double eta, int L,
-                                        const float4* __restrict__ pj, double* __restrict__ x,
+                                        double eta, int L, double* __restrict__ x,
                                         double* __restrict__ v, double* __restrict__ a,
                                         double* __restrict__ j, long long* __restrict__ tl,
                                         int* __restrict__ lev, int* __restrict__ counts,

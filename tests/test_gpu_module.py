@@ -27,8 +27,8 @@ EXPECTED = {
 }
 HERMITE = {
     "herm_init": "PPiPPPP", "herm_predict": "iPdPPPPPPPPPPP", "herm_forces": "PPiPPPfP",
-    "herm_first": "iPiiPdPPPiddiPP", "herm_schedule": "PPii", "herm_count": "iPP",
-    "herm_shift": "iiiiP", "herm_correct": "PPPdddiPPPPPPPPP", "herm_store": "iPiiPdPPPPPPPP",
+    "herm_first": "iPiiPdPPiddiPP", "herm_schedule": "PPii", "herm_count": "iPP",
+    "herm_shift": "iiiiP", "herm_correct": "PPPdddiPPPPPPPP", "herm_store": "iPiiPdPPPPPPPP",
 }
 
 

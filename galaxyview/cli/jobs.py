@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.cli import common
+from galaxyview.errors import GalaxyviewError
 from galaxyview.cli.output import print_json, progress_bar, say
 
 
@@ -105,6 +106,7 @@ def _bench_hermite(args) -> int:
     print(f"Plummer N={run.n}, eps {run.eps:g}, eta {run.eta:g}: t = {run.time_units:g} in "
           f"{run.wall_s:.2f} s, |dE/E| {run.rel_energy_error:.2e}, {run.block_steps} block "
           f"steps (mean active fraction {run.active_fraction:.4f}), {run.levels} levels at the end")
+    return 0
 
 
 def _bench_compare(args) -> int:

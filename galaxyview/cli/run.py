@@ -83,9 +83,10 @@ def cmd_run(args) -> int:
 
     overwrite = check_out(args.out, args.overwrite)
     interval = Interval(args.every, args.every_time, args.every_wall)
+    archive_overwrite = args.overwrite
     if args.archive:
-        _ask_overwrite([Path(args.archive)], args.overwrite)
-        check_output_path(args.archive, args.overwrite)
+        archive_overwrite = _ask_overwrite([Path(args.archive)], args.overwrite)
+        check_output_path(args.archive, archive_overwrite)
     elif any(v is not None for v in (args.every, args.every_time, args.every_wall)):
         raise GalaxyviewError("--every, --every-time and --every-wall need --archive FILE.h5")
     sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
@@ -98,7 +99,7 @@ def cmd_run(args) -> int:
             count = interval.expected(args.steps, sim.engine.params.dt)
             preflight(args.archive, sim.engine.n, count)
             checkpoints = Checkpoints(archive.ArchiveWriter(args.archive, sim.run_info(),
-                                                            args.overwrite), interval)
+                                                            archive_overwrite), interval)
         if args.out:
             preflight(args.out, sim.engine.n, 1, "--out")
         say(f"{sim.name}: {sim.engine.n} particles, {sim.why}")

@@ -233,6 +233,11 @@ class Engine(abc.ABC):
         evaluated again (a branch, "what if")."""
         raise EngineError(f"the {self.name} engine keeps no checkpoints")
 
+    @staticmethod
+    def _states_nbytes(states: tuple) -> int:
+        """Bytes of the arrays in _module_states() (a checkpoint's memory counts them)."""
+        return sum(v.nbytes for st in states for v in st.values() if isinstance(v, np.ndarray))
+
     def _module_states(self) -> tuple:
         """Copies of the physics modules' own state (their save()), for checkpoint();
         _restore_modules() gives it back to their restore(), with the step count, and evaluates

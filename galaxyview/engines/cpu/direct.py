@@ -53,13 +53,14 @@ def _direct(pos, vel, mass, eps, G, targets, chunk_pairs, workers):
     eps2 = check_eps(eps) ** 2
     width = max(1, min(n, chunk_pairs))  # sources per tile
     chunk = max(1, chunk_pairs // width)  # targets per tile
+    rows = max(1, min(chunk, len(targets)))  # a small active block needs small tiles
     local = threading.local()
 
     def run(a: int) -> None:
         ti = targets[a:a + chunk]
         bufs = getattr(local, "bufs", None)
         if bufs is None:  # per-thread scratch: fresh large arrays would cost page faults
-            bufs = local.bufs = np.empty((5 if vel is None else 7, chunk * width))
+            bufs = local.bufs = np.empty((5 if vel is None else 7, rows * width))
         for j0 in range(0, n, width):
             j1 = min(n, j0 + width)
             shape = (len(ti), j1 - j0)
@@ -89,7 +90,8 @@ def _direct(pos, vel, mass, eps, G, targets, chunk_pairs, workers):
                 for k in range(3):
                     dv = np.subtract(vsrc[k][None, j0:j1], vsrc[k][ti][:, None], out=buf[5])
                     jerk[a:a + chunk, k] += np.einsum("ij,ij->i", dv, w)
-                    rv += d[k] * dv
+                    dv *= d[k]
+                    rv += dv
                 rv *= inv
                 rv *= 3.0
                 rv *= w

@@ -262,9 +262,10 @@ class CPUEngine(Engine):
         self._need_state()
         arrays = {k: v.copy() for k, v in vars(self.system).items()
                   if isinstance(v, np.ndarray)}
+        states = self._module_states()
         return Checkpoint(self._time, self.steps_done, self.params,
-                          sum(a.nbytes for a in arrays.values()), False, arrays,
-                          self._module_states())
+                          sum(a.nbytes for a in arrays.values()) + self._states_nbytes(states),
+                          False, arrays, states)
 
     def restore(self, checkpoint: Checkpoint) -> None:
         self._need_state()

@@ -391,14 +391,16 @@ class GPUEngine(Engine):
                 self._cuda.memcpy_dtod(int(mem) + offset, ptr, b)
                 offset += b
             self._sync()
+            states = self._module_states()  # the modules' own (the Hermite's float64 state)
         context = self.context
 
         def release():
             with pushed(context):
                 mem.free()
 
-        return Checkpoint(self._time, self.steps_done, self.params, nbytes, True,
-                          (mem, self._n), self._module_states(), release)
+        return Checkpoint(self._time, self.steps_done, self.params,
+                          nbytes + self._states_nbytes(states), True, (mem, self._n), states,
+                          release)
 
     def restore(self, checkpoint: Checkpoint) -> None:
         if checkpoint.data is None or checkpoint.data[1] != self._n:

@@ -42,10 +42,14 @@ def new_levels(level: np.ndarray, crit: np.ndarray, h: np.ndarray, t: int, L: in
     return np.clip(out, 0, L).astype(np.int32)
 
 
+def level_shift(dt_old: float, dt_new: float) -> int:
+    """Levels to add when the largest step goes from dt_old to dt_new, so no step grows."""
+    return int(np.ceil(np.log2(dt_new / dt_old) - 1e-12))
+
+
 def rescale_levels(level: np.ndarray, dt_old: float, dt_new: float, L: int) -> np.ndarray:
     """Levels for a new largest step dt_new, so that no particle's step grows."""
-    shift = int(np.ceil(np.log2(dt_new / dt_old) - 1e-12))
-    return np.clip(level + shift, 0, L).astype(np.int32)
+    return np.clip(level + level_shift(dt_old, dt_new), 0, L).astype(np.int32)
 
 
 class Activity:

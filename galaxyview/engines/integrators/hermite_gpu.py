@@ -95,8 +95,7 @@ class Hermite4(Integrator):
         s, p = self.system, self.system.params
         L, d, n, sc = p.block_levels, self._d, s.n, self._sc
         if dt != self._dt or L != self._L:
-            shift = int(np.ceil(np.log2(dt / self._dt) - 1e-12))
-            s.launch("herm_shift", n, shift, -1, L, d["lev"])
+            s.launch("herm_shift", n, blocks.level_shift(self._dt, dt), -1, L, d["lev"])
             self._count_levels()
         tick, eps2, G = dt / (1 << L), float(p.eps) ** 2, float(p.G)
         sc[:] = 0
@@ -113,7 +112,7 @@ class Hermite4(Integrator):
                 self._launch_forces(eps2)
                 ev[2 * b + 1].record()
                 s.launch("herm_correct", d["sc"], d["act"], d["part"], G, tick, float(p.eta),
-                         L, d["pj"], d["x"], d["v"], d["a"], d["j"], d["tl"], d["lev"],
+                         L, d["x"], d["v"], d["a"], d["j"], d["tl"], d["lev"],
                          d["counts"], d["nact"], grid=self._target)
             self._cuda.memcpy_dtoh_async(sc, d["sc"])
             ev[-1].record()
@@ -156,20 +155,20 @@ class Hermite4(Integrator):
         """Blocks for a warp per active particle."""
         return max(1, min(-(-n * 32 // THREADS), self._target))
 
-    def _set_block(self, t: int, n_act: int, into=None) -> tuple[int, int]:
+    def _set_block(self, t: int, n_act: int, into=None) -> None:
         """A block chosen by the host (all particles at t, or a benchmark's first n_act),
-        written as the device schedule (or into another schedule buffer); (slices, stride)
-        of its force launch."""
+        written as the device schedule, or into another schedule buffer `into`."""
         n = self.system.n
         w, iblocks, slices, jslice = launch_shape(n_act, n, self.system.multiprocessors)
         stride = iblocks * (THREADS // w)
-        sc = np.zeros(SC_WORDS, np.int64)
+        sc = self._sc  # idle between engine steps
+        sc[:] = 0
         sc[[SC_T, SC_TNEXT, SC_NACT, SC_W, SC_IBLOCKS, SC_SLICES, SC_JSLICE, SC_STRIDE,
             SC_EQUAL, SC_TARGET]] = (t, t, n_act, w, iblocks, slices, jslice, stride, -1,
                                      self._target)
         self._cuda.memcpy_htod(self._d["sc"] if into is None else into, sc)
-        self._shape = (slices, stride)
-        return slices, stride
+        if into is None:
+            self._shape = (slices, stride)
 
     def _launch_forces(self, eps2: float, sc=None) -> None:
         s, d = self.system, self._d
@@ -190,7 +189,7 @@ class Hermite4(Integrator):
         slices, stride = self._shape
         m = s.n if n_act is None else n_act
         s.launch("herm_first", m, d["act"], slices, stride, d["part"], float(p.G),
-                 d["pj"], d["a"], d["j"], int(set_levels), float(p.dt),
+                 d["a"], d["j"], int(set_levels), float(p.dt),
                  float(p.eta), p.block_levels, d["lev"], d["nact"], grid=self._warps(m))
 
     def _store(self) -> None:
