@@ -13,7 +13,7 @@ from galaxyview.app.canvas import ViewerCanvas
 from galaxyview.app.colour_bar import ColourBar
 from galaxyview.app.energy_plot import EnergyPlot
 from galaxyview.app.timeline_bar import TimelineBar
-from galaxyview.engines.timeline import Timeline
+from galaxyview.engines import timeline
 from galaxyview.app.keyframes import KeyframeActions
 from galaxyview.app.look_actions import LookActions
 from galaxyview.app.panel import ControlPanel
@@ -46,7 +46,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.colour_bar = ColourBar(self.canvas.native)
         self.plot = EnergyPlot()
         self.scrub = ScrubBar()
-        self.timeline_bar = TimelineBar(Timeline().capacity, Timeline().every)
+        self.timeline_bar = TimelineBar(timeline.CAPACITY, timeline.EVERY)
         self.panel = ControlPanel(self.look)
         self.session: Session | None = None
         self.source_name = None

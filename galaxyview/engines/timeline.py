@@ -7,11 +7,13 @@ from __future__ import annotations
 from galaxyview.errors import EngineError, ParameterError
 
 
+CAPACITY, EVERY = 32, 10  # states kept, steps between them (defaults)
 BUDGET_BYTES = 2_000_000_000  # at most this much memory for kept states (the oldest go first)
 
 
 class Timeline:
-    def __init__(self, capacity: int = 32, every: int = 10, budget_bytes: int = BUDGET_BYTES):
+    def __init__(self, capacity: int = CAPACITY, every: int = EVERY,
+                 budget_bytes: int = BUDGET_BYTES):
         self.capacity, self.every, self.budget = 1, 1, int(budget_bytes)
         self.entries: list = []  # Checkpoints, oldest first
         self.position: int | None = None  # the entry restored last, until the next step

@@ -10,9 +10,6 @@ Camera programmes, from the view the scene was framed with when it opened:
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
 
 from galaxyview.render.camera_path import CameraPath
 
@@ -53,10 +50,3 @@ def caption_lines(name: str, text: str, sim_time: float, time_myr: float | None)
             else f"t = {sim_time:.3g} (N-body units)")
     lines = [f"{name}   ·   {when}"]
     return lines + [text] if text else lines
-
-
-def fade_alpha(seconds: float, fade: float) -> float:
-    """Opacity of the previous scene's last picture `seconds` into a cross-fade."""
-    if fade <= 0:
-        return 0.0
-    return float(np.clip(1.0 - seconds / fade, 0.0, 1.0)) if math.isfinite(seconds) else 0.0

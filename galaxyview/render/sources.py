@@ -158,8 +158,10 @@ class DeviceSource:
             host = None if on_device else engine_vertices(self.engine, mode)
             if host is not None:
                 r.colour_range(mode, host["a_value"])
-            elif mode != "component" and mode not in r.ranges:  # once: a host copy
-                r.colour_range(mode, engine_values(self.engine, mode))
+            elif (mode != "component" and mode not in r.ranges
+                  and r.look.value_range is None):  # the map's ends, once a mode
+                r.colour_range(mode, self._device_array(values, n) if values is not None
+                               else engine_values(self.engine, mode))
             if self.through_host and self.splatter is None:  # GL sprites from host vertices
                 self._upload_through_host(arrays, host, mode, values)
                 return
@@ -187,6 +189,12 @@ class DeviceSource:
         self._pack.launch("pack_vertices", (math.ceil(n / BLOCK), 1, 1), (BLOCK, 1, 1),
                           arrays.pos4, arrays.vel4, arrays.acc4, values or 0, ptr, n,
                           int(self.stride), code, stream=self.stream)
+
+    def _device_array(self, ptr: int, n: int) -> np.ndarray:
+        """n float32 values from the device (the engine's DeviceView.values), once a mode."""
+        out = np.empty(n, np.float32)
+        self._cuda.memcpy_dtoh(out, ptr)
+        return out
 
     def _pinned(self, n: int) -> np.ndarray:
         """The page-locked host buffer of n vertices."""
