@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +39,6 @@ class Simulation:
     scene: object = None  # the Scene, when started from one
     snapshot: Snapshot | None = None  # the Snapshot, when started from a file
     backend: str = "cpu"
-    notes: dict = field(default_factory=dict)
 
     # -- what the engine holds -----------------------------------------------------------------
     @property

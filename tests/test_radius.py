@@ -6,7 +6,7 @@ import pytest
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.params import Params
-from galaxyview.model.scene import load_initial_state
+from galaxyview.snapshots import load_source
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.tipsy import (TipsySnapshot, load_snapshot, radius_path, read_radius,
                                     read_tipsy, save_state, snapshot_order, tipsy_to_state,
@@ -173,7 +173,7 @@ def test_a_changa_style_file_is_read_in_block_order(tmp_path):
     state = load_snapshot(path)
     assert np.array_equal(state.radius, np.float32([0.1, 0, 2.5e-3, 7, 1e-2]))
     assert list(state.component) == [Component.STAR] * 2 + [Component.HALO] + [Component.DISK] * 2
-    assert np.array_equal(load_initial_state(path)[0].radius, state.radius)
+    assert np.array_equal(load_source(path)[0].radius, state.radius)
     assert read_radius(tmp_path / "elsewhere.tipsy", 5) is None
 
 

@@ -8,7 +8,8 @@ import pytest
 from galaxyview.errors import ParameterError, SceneError, SnapshotError
 from galaxyview.model.ics.cold_collapse import potential_energy
 from galaxyview.model.params import Params
-from galaxyview.model.scene import (load_initial_state, load_scene, shipped_scenes)
+from galaxyview.model.scene import load_scene, shipped_scenes
+from galaxyview.snapshots import load_source
 from galaxyview.model.state import Component
 from galaxyview.model.tipsy import save_state
 from galaxyview.resources import scenes_dir
@@ -218,17 +219,17 @@ def test_cold_collapse_scene_resolves_the_free_fall():
 
 
 def test_initial_state_from_scene_or_snapshot(tmp_path):
-    state, scene = load_initial_state("plummer", n=100)
+    state, scene, _ = load_source("plummer", n=100)
     assert scene.name == "plummer" and state.n == 100
     for name in ("snap.tipsy", "snap.dat"):  # by extension, and by sniffing
         path = save_state(tmp_path / name, state)
-        loaded, none = load_initial_state(path)
+        loaded, none, _ = load_source(path)
         assert none is None and np.array_equal(loaded.pos, state.pos)
         assert loaded.meta["units"] is None
     with pytest.raises(ParameterError, match="applies to scenes only"):
-        load_initial_state(tmp_path / "snap.tipsy", n=50)
+        load_source(tmp_path / "snap.tipsy", n=50)
     (tmp_path / "broken.bin").write_bytes(b"\0" * 40)
     with pytest.raises(SnapshotError, match="broken.bin"):
-        load_initial_state(tmp_path / "broken.bin")
+        load_source(tmp_path / "broken.bin")
     scene_file = write_scene(tmp_path, GOOD)
-    assert load_initial_state(scene_file)[1].name == "test"
+    assert load_source(scene_file)[1].name == "test"

@@ -90,10 +90,17 @@ def check_theta(theta) -> float:
     return float(theta)
 
 
-def check_dt(dt) -> float:
-    if not (_finite(dt) and 0 < float(dt) <= F32_MAX):
-        raise _number("dt", dt, "a positive number")
-    return float(dt)
+def _check_positive(name: str):
+    """A checker of a positive number no larger than float32 allows, named `name`."""
+    def check(x) -> float:
+        if not (_finite(x) and 0 < float(x) <= F32_MAX):
+            raise _number(name, x, "a positive number")
+        return float(x)
+    return check
+
+
+check_dt = _check_positive("dt")
+check_g = _check_positive("G")
 
 
 def check_eps(eps) -> float:
@@ -109,12 +116,6 @@ def check_eta(eta) -> float:
         raise _number("eta", eta, "in (0, 1]; 0.01-0.03 is usual for Hermite, smaller is more "
                                   "accurate and slower")
     return float(eta)
-
-
-def check_g(g) -> float:
-    if not (_finite(g) and 0 < float(g) <= F32_MAX):
-        raise _number("G", g, "a positive number")
-    return float(g)
 
 
 def check_module_name(kind: str, name) -> str:

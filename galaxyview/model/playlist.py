@@ -17,18 +17,12 @@ camera programme and timed captions (docs/viewer.md#show-mode).
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from galaxyview.errors import SceneError
-from galaxyview.model.validate import Table
+from galaxyview.model.validate import Table, read_toml
 from galaxyview.resources import scenes_dir
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 CAMERAS = ("orbit", "fly", "follow", "path")
 DEFAULT = "default"  # scenes/shows/default.toml
@@ -89,15 +83,7 @@ def playlist_path(name_or_path=None) -> Path:
 
 def load_playlist(name_or_path=None) -> Playlist:
     path = playlist_path(name_or_path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise SceneError(f"{path}: no such playlist file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SceneError(f"{path}: cannot read it ({exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SceneError(f"{path}: TOML syntax error: {exc}") from None
-    return parse_playlist(data, path)
+    return parse_playlist(read_toml(path, "playlist"), path)
 
 
 def _relative(path: Path, value: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, ParameterError, SceneError
-from galaxyview.model import ics, tipsy
+from galaxyview.model import ics
 from galaxyview.model.pace import Pace, cpu_pace
 from galaxyview.model.params import (BLOCK_LEVELS_MAX, EPS_MAX, MODULE_KINDS, THETA_MAX, Params,
                                      check_module_name)
@@ -213,25 +213,3 @@ def shipped_scenes() -> list[tuple[str, str, Path]]:
     """(name for load_scene, description, path) of every shipped scene, sorted by name."""
     return [(name, load_scene(name).description, scene_path(name))
             for name in _shipped_names()]
-
-
-def is_snapshot(path_or_name) -> bool:
-    """True for a Tipsy extension (.tipsy, .std, .bin) or a non-.toml file that sniffs as Tipsy."""
-    path = Path(path_or_name)
-    if path.suffix.lower() in tipsy.SUFFIXES:
-        return True
-    return path.suffix.lower() != ".toml" and path.is_file() and tipsy.is_tipsy(path)
-
-
-def load_initial_state(path_or_name, n: int | None = None,
-                       backend: str = "cpu") -> tuple[ParticleState, Scene | None]:
-    """(state, scene) from a scene name or file, or (state, None) from a Tipsy snapshot."""
-    if is_snapshot(path_or_name):
-        state = tipsy.load_snapshot(path_or_name)
-        if n is not None and n != state.n:
-            raise ParameterError(
-                f"{path_or_name} is a snapshot of {state.n} particles; a particle count "
-                f"({n}) applies to scenes only, leave it out")
-        return state, None
-    scene = load_scene(path_or_name)
-    return scene.build(n, backend), scene

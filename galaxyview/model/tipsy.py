@@ -30,7 +30,7 @@ from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.tipsy_aux import (AUX_ARRAYS, aux_path, aux_text, param_path, param_text,
                                         read_aux, read_param)
-from galaxyview.model.units import UnitSystem
+from galaxyview.model.units import G_KPC_KMS2_PER_MSUN, UnitSystem
 
 HEADER_BYTES = 32
 SUFFIXES = (".tipsy", ".std", ".bin")
@@ -264,7 +264,7 @@ def write_tipsy(path, snap: TipsySnapshot, *, byteorder: str = "big",
 
 
 # -- ParticleState <-> Tipsy --------------------------------------------------------------------
-BONSAI_UNITS = UnitSystem(length_kpc=1.0, mass_msun=1.0e4 / 4.30091727e-6)  # 100 km/s
+BONSAI_UNITS = UnitSystem(length_kpc=1.0, mass_msun=1.0e4 / G_KPC_KMS2_PER_MSUN)  # 100 km/s
 
 
 def tipsy_to_state(snap: TipsySnapshot, source=None, radius=None, component=None,

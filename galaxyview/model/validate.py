@@ -2,12 +2,18 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 from galaxyview.errors import SceneError
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 _MISSING = object()
-F32_MAX = 3.4028234663852886e38  # particle data are float32: larger values become inf
+from galaxyview.model.params import F32_MAX  # particle data are float32: larger is inf
 
 
 class Table:
@@ -122,3 +128,16 @@ def _range_text(lo, hi, lo_open=False, hi_open=False) -> str:
     if hi is not None:
         return f"{'<' if hi_open else '<='} {hi:g}"
     return "a number"
+
+
+def read_toml(path: Path, what: str) -> dict:
+    """The parsed TOML file `path` (a `what`: "playlist", "camera path"); SceneError saying
+    what is wrong with it."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise SceneError(f"{path}: no such {what} file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SceneError(f"{path}: cannot read it ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError(f"{path}: TOML syntax error: {exc}") from None

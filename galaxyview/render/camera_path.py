@@ -17,7 +17,6 @@ overshoot). Before the first and after the last keyframe the camera holds still.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,12 +24,7 @@ import numpy as np
 
 from galaxyview.errors import ParameterError, SceneError
 from galaxyview.files import check_output_path
-from galaxyview.model.validate import Table
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from galaxyview.model.validate import Table, read_toml
 
 FOV_RANGE = (1.0, 170.0)
 
@@ -144,15 +138,7 @@ class CameraPath:
     @classmethod
     def load(cls, path) -> "CameraPath":
         path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text())
-        except FileNotFoundError:
-            raise SceneError(f"{path}: no such camera path file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SceneError(f"{path}: cannot read it ({exc})") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise SceneError(f"{path}: TOML syntax error: {exc}") from None
-        root = Table(data, path)
+        root = Table(read_toml(path, "camera path"), path)
         frames = []
         for table in root.tables("keyframe"):
             time = table.number("time")

@@ -25,6 +25,7 @@ import numpy as np
 
 from galaxyview.errors import SnapshotError
 from galaxyview.files import check_free_space, check_output_path
+from galaxyview.model import diagnostics
 from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
@@ -180,9 +181,8 @@ def _write_snapshot(group, exact: ExactState) -> None:
     if exact.acc is not None and exact.pot is not None:
         data["acc"] = np.asarray(exact.acc, np.float32)
         data["pot"] = np.asarray(exact.pot, np.float32)
-        a["kinetic"] = float(0.5 * np.sum(s.mass.astype(np.float64)
-                                          * np.sum(np.asarray(exact.vel, np.float64) ** 2, 1)))
-        a["potential"] = float(0.5 * np.sum(s.mass.astype(np.float64) * exact.pot))
+        a["kinetic"] = diagnostics.kinetic_energy(exact.vel, s.mass)
+        a["potential"] = diagnostics.potential_energy(s.mass, exact.pot)
     for key, value in data.items():
         group.create_dataset(key, data=value)
     wide = {k: getattr(exact, k) for k in ("pos", "vel", "acc", "pot")

@@ -11,7 +11,6 @@ from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import UnitSystem
 
-KPC_UNITS = UnitSystem(length_kpc=1.0, mass_msun=1.0e10)
 
 
 def available() -> bool:
@@ -42,7 +41,7 @@ def read(path) -> tuple[ParticleState, UnitSystem | None, dict]:
     try:
         pos, vel, mass = (np.concatenate([p[k].in_units(u) for p in parts]) for k, u in
                           (("pos", "kpc"), ("vel", "km s**-1"), ("mass", "Msol")))
-        units = KPC_UNITS
+        units = UnitSystem()  # kpc and 1e10 Msun
         vel = vel / units.velocity_kms
         mass = mass / units.mass_msun
         time = float(sim.properties["time"].in_units("Myr")) / units.time_myr

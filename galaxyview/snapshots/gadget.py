@@ -25,7 +25,7 @@ KPC_CM = KPC_KM * 1e5
 MSUN_G = 1.98892e33
 TYPE_COMPONENT = (Component.STAR, Component.HALO, Component.DISK, Component.BULGE,
                   Component.STAR, Component.BLACK_HOLE, Component.HALO)
-GADGET_DEFAULT_CGS = (3.085678e21, 1.989e43, 1e5)  # length, mass, velocity: kpc, 1e10 Msun, km/s
+GADGET_DEFAULT_CGS = (KPC_CM, 1e10 * MSUN_G, 1e5)  # length, mass, velocity: kpc, 1e10 Msun, km/s
 
 _HEADER = [("npart", "i4", 6), ("massarr", "f8", 6), ("time", "f8", 1), ("redshift", "f8", 1),
            ("flag_sfr", "i4", 1), ("flag_feedback", "i4", 1), ("npart_total", "u4", 6),
