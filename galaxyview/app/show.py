@@ -213,18 +213,22 @@ class ShowController(QObject):
 
 class _LastKnown:
     """A follow point read through Session.try_engine: the last value while the worker steps,
-    so the GUI thread never waits for the engine."""
+    so the GUI thread never waits for the engine; read again only when a new state arrived."""
 
     def __init__(self, session, target):
         self.session, self.target = session, target
         self.point = None
+        self._read_for = None  # the Frame the point was read for
 
     def _read(self):
         with self.session.engine.activate():
             return self.target()
 
     def __call__(self):
+        last = self.session.last
+        if self.point is not None and last is self._read_for:
+            return self.point
         done, point = self.session.try_engine(self._read)
         if done and point is not None:
-            self.point = np.asarray(point, np.float64)
+            self.point, self._read_for = np.asarray(point, np.float64), last
         return self.point if self.point is not None else self.session.canvas.camera.centre

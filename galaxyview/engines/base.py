@@ -148,8 +148,12 @@ class Engine(abc.ABC):
         CPU engine) and to round-off otherwise. Default: the float32 state and forces."""
         state = self.state()
         acc, pot = self.accelerations()
+        saved = {}
+        if self.integrator is not None:
+            with self.activate():
+                saved = self.integrator.save()
         return ExactState(state, self.name, self.gravity, self.params, state.pos, state.vel,
-                          acc, pot, self.steps_done)
+                          acc, pot, self.steps_done, saved)
 
     def load_exact(self, exact: ExactState) -> None:
         """Load an `ExactState` (from `exact_state()` or an archive): its arrays in their own

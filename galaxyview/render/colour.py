@@ -38,10 +38,11 @@ def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
     return (0.5 * v2 + pot).astype(np.float32)  # energy
 
 
-def engine_values(engine, mode: str) -> np.ndarray:
-    """host_values of an engine's current state (host copies; the engine must be idle)."""
+def engine_values(engine, mode: str, state=None) -> np.ndarray:
+    """host_values of an engine's current state (host copies; the engine must be idle);
+    `state`: that state when the caller has already copied it."""
     pot = engine.accelerations()[1] if mode in NEEDS_POTENTIAL else None
-    return host_values(mode, engine.state(), pot)
+    return host_values(mode, engine.state() if state is None else state, pot)
 
 
 def auto_range(mode: str, values: np.ndarray) -> tuple[float, float]:

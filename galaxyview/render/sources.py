@@ -9,7 +9,7 @@ from galaxyview.cuda.context import pushed
 from galaxyview.errors import EngineError
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
-from galaxyview.render.colour import DEVICE_VALUES, NEEDS_POTENTIAL, engine_values, host_values
+from galaxyview.render.colour import DEVICE_VALUES, engine_values
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
 
 BLOCK = 256
@@ -20,8 +20,7 @@ SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see
 def engine_vertices(engine, mode: str) -> np.ndarray:
     """Vertices of the engine's current state coloured for `mode` (host copies)."""
     s = engine.state()
-    pot = engine.accelerations()[1] if mode in NEEDS_POTENTIAL else None
-    return host_vertices(s.pos, s.vel, s.component, host_values(mode, s, pot))
+    return host_vertices(s.pos, s.vel, s.component, engine_values(engine, mode, s))
 
 
 def framing_positions(pos: np.ndarray, component: np.ndarray) -> np.ndarray:

@@ -234,15 +234,6 @@ class GPUEngine(Engine):
             self.boundary.apply()
             self.integrator.start()
 
-    def exact_state(self) -> ExactState:
-        """The float32 device state (loaded order), forces, steps and the integrator's save()."""
-        state = self.state()
-        acc, pot = self.accelerations()
-        with self.activate():
-            saved = self.integrator.save()
-        return ExactState(state, self.name, self.gravity, self.params, state.pos, state.vel,
-                          acc, pot, self.steps_done, saved)
-
     def load_exact(self, exact: ExactState) -> None:
         """The float32 state (float64 arrays of the CPU engine rounded), forces evaluated anew
         (the sort order is the device's own), then integrator.restore(); continues to
