@@ -3,7 +3,10 @@ and the acceleration MAC against Bonsai's, on one engine.
 
 - time to solution: a scene advanced to t_end with the shared leapfrog at several dt and with
   the hierarchical leapfrog; wall time (the engine waits for the device at each step's end)
-  and the relative energy error at the end, so that runs of equal error can be compared;
+  and the relative energy error at the end, with the potential energy both from the tree (the
+  run's own) and from float32 direct summation on the device (`exact`: free of the tree's
+  potential error, which changes with the configuration), so that runs of equal error can be
+  compared;
 - MAC cost: force time (median of steps after warm-up) and median force error against
   float64 direct summation on a sample (Engine.sample_forces) for theta (Bonsai's MAC) and
   alpha (the relative MAC) values, interpolated to given median errors;
@@ -11,6 +14,7 @@ and the acceleration MAC against Bonsai's, on one engine.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -37,6 +41,7 @@ class SolutionRun:
     steps: int
     wall_s: float
     rel_energy_error: float
+    exact_energy_error: float  # potentials by direct summation at the start and the end
     force_evaluations: float  # of all particles (block steps x mean active fraction), summed
     levels: list = field(default_factory=list)  # occupation (particles a level) at the end
     phases_ms: dict = field(default_factory=dict)  # summed over the run (engine stats)
@@ -52,8 +57,20 @@ class MacPoint:
     interactions_per_particle: float
 
 
-def _run(engine, state, t_end: float, label: str, progress=None) -> SolutionRun:
+def direct_energy(state: ParticleState, params: Params, device=0) -> float:
+    """Total energy with potentials by direct summation on the GPU."""
+    engine, _ = create_engine("gpu", params.with_(integrator="leapfrog"), gravity="direct",
+                              device=device)
+    try:
+        engine.load(state)
+        return engine.energies().total
+    finally:
+        engine.close()
+
+
+def _run(engine, state, t_end: float, label: str, progress=None, device=0) -> SolutionRun:
     p = engine.params
+    x0 = direct_energy(state, p, device)
     engine.load(state)
     e0 = engine.energies().total
     steps = max(1, round(t_end / p.dt))
@@ -70,23 +87,32 @@ def _run(engine, state, t_end: float, label: str, progress=None) -> SolutionRun:
             progress(1)
     wall = time.perf_counter() - t0
     err = abs(engine.energies().total - e0) / abs(e0)
+    exact = abs(direct_energy(engine.state(), p, device) - x0) / abs(x0)
     ts = engine.time_steps()
     levels = [] if ts is None else [int(c) for c in ts.counts[:np.flatnonzero(ts.counts)[-1] + 1]]
-    return SolutionRun(label, p.integrator, p.dt, p.eta, t_end, steps, wall, err, evaluations,
-                       levels, phases, inter)
+    return SolutionRun(label, p.integrator, p.dt, p.eta, t_end, steps, wall, err, exact,
+                       evaluations, levels, phases, inter)
 
 
 def time_to_solution(state: ParticleState, base: Params, t_end: float, settings, device=0,
                      progress=None) -> tuple[list[SolutionRun], str]:
-    """One run per (label, changes to base) in settings, from the same state."""
+    """One run per (label, changes to base, environment) in settings, from the same state;
+    the environment (e.g. GALAXYVIEW_TREE_REFIT) is set for that run only."""
     runs, name = [], ""
-    for label, changes in settings:
+    for label, changes, env in settings:
+        kept = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
         engine, _ = create_engine("gpu", base.with_(**changes), device=device)
         try:
             name = engine.device_name
-            runs.append(_run(engine, state, t_end, label, progress))
+            runs.append(_run(engine, state, t_end, label, progress, device))
         finally:
             engine.close()
+            for k, v in kept.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
     return runs, name
 
 

@@ -47,22 +47,27 @@ def _solution(args, hb, state, base, name, gyr) -> dict:
     t_end = args.until or gyr or 10.0
     dts = args.dt or [base.dt, base.dt / 2, base.dt / 4]
     dt_max = args.dt_max or 2 * base.dt
-    settings = [(f"shared dt={dt:g}", {"dt": dt}) for dt in dts]
-    settings += [(f"hierarchical dt_max={dt_max:g} eta={eta:g}",
-                  {"dt": dt_max, "eta": eta, "integrator": "leapfrog-hier"})
-                 for eta in (args.eta or [0.02, 0.01])]
-    total = sum(max(1, round(t_end / c["dt"])) for _, c in settings)
+    settings = [(f"shared dt={dt:g}", {"dt": dt}, {}) for dt in dts]
+    refits = {"": {}}
+    if args.refit is not None:
+        refits = {"": {"GALAXYVIEW_TREE_REFIT": "off"},
+                  f" refit {args.refit:g}": {"GALAXYVIEW_TREE_REFIT": f"{args.refit:g}"}}
+    settings += [(f"hierarchical dt_max={dt_max:g} eta={eta:g}{tag}",
+                  {"dt": dt_max, "eta": eta, "integrator": "leapfrog-hier"}, env)
+                 for eta in (args.eta or [0.02, 0.01]) for tag, env in refits.items()]
+    total = sum(max(1, round(t_end / c["dt"])) for _, c, _ in settings)
     say(f"{name}, N = {state.n:,}: to t = {t_end:g} ({len(settings)} runs)")
     with progress_bar(total, "solution", unit="step") as update:
         runs, device = hb.time_to_solution(state, base, t_end, settings, args.device, update)
     if not args.json:
         print(f"{device}: {name}, N = {state.n:,}, theta {base.theta:g}, eps {base.eps:g}, "
               f"t = 0..{t_end:g}")
-        print(f"{'run':<38} {'steps':>6} {'wall s':>8} {'|dE/E|':>9} {'evals':>7} "
+        print(f"{'run':<46} {'steps':>6} {'wall s':>8} {'|dE/E|':>9} {'exact':>9} {'evals':>7} "
               f"{'int/p':>7}  seconds in sort/build/multipoles/walk/integrate; levels")
         for r in runs:
             ph = "/".join(f"{v / 1e3:.2f}" for v in r.phases_ms.values())
-            print(f"{r.label:<38} {r.steps:6d} {r.wall_s:8.2f} {r.rel_energy_error:9.2e} "
+            print(f"{r.label:<46} {r.steps:6d} {r.wall_s:8.2f} {r.rel_energy_error:9.2e} "
+                  f"{r.exact_energy_error:9.2e} "
                   f"{r.force_evaluations:7.1f} {r.interactions_per_particle:7.0f}  {ph}; "
                   f"{r.levels}")
     return {"scene": name, "n": state.n, "t_end": t_end, "device": device,

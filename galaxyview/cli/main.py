@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--hierarchical: the largest individual step (default: 2x the scene's)")
     p.add_argument("--eta", type=common.eta_type, nargs="+", default=None,
                    help="--hierarchical: time-step accuracies (default: 0.02 0.01)")
+    p.add_argument("--refit", type=common.positive_number, default=None, metavar="FRACTION",
+                   help="--hierarchical solution: also run each hierarchical case with tree "
+                        "refits up to this active fraction")
     p.add_argument("--alpha", type=common.alpha_type, nargs="+", default=None,
                    help="--hierarchical mac: relative MAC tolerances (default: 0.02 to 1e-4)")
     common.add_backend(p)
