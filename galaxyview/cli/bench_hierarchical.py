@@ -32,6 +32,8 @@ def bench_hierarchical(args) -> int:
     out = []
     for n in ns:
         state, base, name, gyr = _source(args, n)
+        if args.theta and args.hierarchical == "solution":
+            base = base.with_(theta=args.theta[0])
         if args.hierarchical == "solution":
             out.append(_solution(args, hb, state, base, name, gyr))
         elif args.hierarchical == "mac":

@@ -19,6 +19,7 @@ from __future__ import annotations
 from galaxyview.engines.gpu.constants import MAX_LEVEL, SCAN_TILE, SORT_TILE, STATUS_WORDS
 
 RADIX_PASSES = 8  # 63-bit keys, 8 bits a pass
+ACTIVE_GMAX_MIN = 8  # smallest groups of active particles (a quarter warp)
 T256 = (256, 1, 1)
 
 
@@ -93,9 +94,20 @@ def _active_groups(eng, active, keys, persistent) -> None:
     k.launch("compact_active", persistent, T256, n, p(f"id{eng._cur}"), active.level,
              active.kmin, keys, idx, akeys, desc, counter, epoch)
     counter, epoch = eng.next_slot()
-    k.launch("make_groups", persistent, T256, active.count, b.gmax, eng.group_split,
-             b.group_cap, p("lb"), akeys, p("group_begin"), p("group_count"), p("status"),
-             p("desc"), counter, epoch)
+    k.launch("make_groups", persistent, T256, active.count, active_gmax(eng, active.count),
+             eng.group_split, b.group_cap, p("lb"), akeys, p("group_begin"), p("group_count"),
+             p("status"), p("desc"), counter, epoch)
+
+
+def active_gmax(eng, count: int) -> int:
+    """Group size for `count` active particles: smaller groups (down to ACTIVE_GMAX_MIN) when
+    full ones would leave the walk's warps idle (at least 2 groups a warp)."""
+    b = eng.buf
+    warps = b.walk_grid * (b.walk_threads // 32)
+    g = b.gmax
+    while g > ACTIVE_GMAX_MIN and count < 2 * warps * g:
+        g //= 2
+    return g
 
 
 def _sort_and_build(eng, ev, grid, persistent, relative: bool, groups: bool) -> int:
