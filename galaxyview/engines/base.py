@@ -27,13 +27,15 @@ class StepStats:
 
     timings_ms: phase name (PHASES) -> milliseconds of the last step (CUDA events on the GPU,
     perf_counter on the CPU); pp / pc: particle-particle and particle-cell interactions of the
-    last force evaluation in total (0 for direct summation's pc).
+    last force evaluation in total (0 for direct summation's pc); collisions: pairs the
+    collision module resolved in the last step (its time is timings_ms["collide"]).
     """
 
     timings_ms: dict = field(default_factory=dict)
     pp: int = 0
     pc: int = 0
     n: int = 0
+    collisions: int = 0
 
     @property
     def pp_per_particle(self) -> float:
@@ -174,10 +176,20 @@ class Engine(abc.ABC):
         """Simulation time in N-body units."""
 
     # -- parameters --------------------------------------------------------------------------
-    def set_params(self, theta=None, dt=None, eps=None, eta=None) -> None:
-        """Change theta, dt, eps or eta; they take effect on the next step (values checked)."""
-        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta)
-        forces_changed = new.theta != self.params.theta or new.eps != self.params.eps
+    def set_params(self, theta=None, dt=None, eps=None, eta=None, sheet=None) -> None:
+        """Change theta, dt, eps, eta or the shearing sheet's restitution law or ghost rings
+        (a model.sheet.Sheet whose box and Omega must stay); they take effect on the next
+        step (values checked)."""
+        if sheet is not None and (self.params.sheet is None or
+                                  (sheet.omega, sheet.lx, sheet.ly) !=
+                                  (self.params.sheet.omega, self.params.sheet.lx,
+                                   self.params.sheet.ly)):
+            raise EngineError("the sheet's Omega and box size are fixed once loaded; rebuild "
+                              "the scene to change them")
+        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta, sheet=sheet)
+        forces_changed = (new.theta != self.params.theta or new.eps != self.params.eps or
+                          getattr(new.sheet, "ghosts", 0) != getattr(self.params.sheet,
+                                                                     "ghosts", 0))
         self.params = new
         if forces_changed:
             self._on_force_params_changed()

@@ -93,8 +93,15 @@ class Boundary(Module):
     def apply(self) -> None:
         """After each step and at load: bring particles back into the domain."""
 
+    def ghosts(self, rings: int | None = None):
+        """Position and velocity offsets (K, 3) of the domain's periodic images at the
+        system's time (gravity sums over them; collisions look across them); None: open."""
+        return None
+
 
 class Collision(Module):
+    resolved = 0  # pairs resolved by the last resolve()
+
     def resolve(self) -> None:
         """After the boundary each step: find and resolve the step's collisions."""
 
@@ -143,8 +150,12 @@ INTEGRATORS.add("hermite4", cpu="galaxyview.engines.integrators.hermite_cpu:Herm
                 gpu="galaxyview.engines.integrators.hermite_gpu:Hermite4")
 INTEGRATORS.add("hermite4-shared", cpu="galaxyview.engines.integrators.hermite_cpu:Hermite4Shared",
                 gpu="galaxyview.engines.integrators.hermite_gpu:Hermite4Shared")
+INTEGRATORS.add("sei", cpu="galaxyview.engines.integrators.sei_cpu:SEI")
 BOUNDARIES.add("open", cpu=Boundary, gpu=Boundary)  # nothing to do: space is open
+BOUNDARIES.add("shear-periodic", cpu="galaxyview.engines.boundaries.shear_cpu:ShearPeriodic")
 COLLISIONS.add("none", cpu=Collision, gpu=Collision)  # point masses pass through each other
+COLLISIONS.add("hard-spheres",
+               cpu="galaxyview.engines.collisions.hard_spheres_cpu:HardSpheres")
 
 REGISTRIES = {"integrator": INTEGRATORS, "boundary": BOUNDARIES, "collision": COLLISIONS}
 

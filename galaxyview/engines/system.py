@@ -41,7 +41,9 @@ class System(abc.ABC):
 
 class HostSystem(System):
     """pos, vel, acc, jerk (N, 3), pot, mass, radius (N,): float64 arrays in the loaded order
-    (jerk: of the last force evaluation that asked for it; None until one did)."""
+    (jerk: of the last force evaluation that asked for it; None until one did). `time`: the
+    simulation time of the positions (an integrator that drifts in parts moves it within its
+    step; the engine sets it after each step)."""
 
     kind = "cpu"
     pos: np.ndarray
@@ -51,6 +53,7 @@ class HostSystem(System):
     pot: np.ndarray
     mass: np.ndarray
     radius: np.ndarray
+    time: float = 0.0
 
 
 class DeviceSystem(System):

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, replace
 
 from galaxyview.errors import ParameterError
+from galaxyview.model.sheet import Sheet
 
 THETA_MAX = 1.5
 F32_MAX = 3.4028234663852886e38  # the largest float32: particle data and GPU arithmetic
@@ -33,6 +34,8 @@ class Params:
       (dt is then the largest step and the interval at which all particles are synchronised)
     integrator, boundary, collision: the physics modules by name (engines.modules lists them;
     the engine checks the names when it is created)
+    sheet: the shearing sheet of the ring modules (model/sheet.py: Omega, box, ghost rings,
+      restitution law); None elsewhere
     """
 
     theta: float = 0.75
@@ -46,6 +49,7 @@ class Params:
     integrator: str = "leapfrog"
     boundary: str = "open"
     collision: str = "none"
+    sheet: "Sheet | None" = None
 
     def __post_init__(self):
         for name, check in (("theta", check_theta), ("dt", check_dt), ("eps", check_eps),
@@ -64,6 +68,8 @@ class Params:
                                  f"got {self.block_levels!r}")
         for kind in MODULE_KINDS:
             check_module_name(kind, getattr(self, kind))
+        if self.sheet is not None and not isinstance(self.sheet, Sheet):
+            raise ParameterError(f"sheet must be a Sheet (model/sheet.py), got {self.sheet!r}")
 
     def with_(self, **changes) -> "Params":
         """A copy with some values changed (None values are ignored), checked again."""

@@ -98,7 +98,7 @@ class CPUEngine(Engine):
         s.mass = state.mass.astype(np.float64)
         s.radius = state.radius.astype(np.float64)
         s.acc, s.pot, s.jerk = np.zeros_like(s.pos), np.zeros_like(s.mass), None
-        self._time = float(state.time)
+        self._time = s.time = float(state.time)
         self.steps_done = 0
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         self.boundary.apply()
@@ -130,7 +130,7 @@ class CPUEngine(Engine):
         s.mass = state.mass.astype(np.float64)
         s.radius = state.radius.astype(np.float64)
         self._check(s.pos, "positions")
-        self._time = float(state.time)
+        self._time = s.time = float(state.time)
         self.steps_done = int(exact.steps)
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         s.jerk = None
@@ -168,18 +168,25 @@ class CPUEngine(Engine):
         t0 = perf_counter()
         try:
             advanced = self.integrator.step(self.params.dt)
+            s.time = self._time + advanced
             self.boundary.apply()
+            t1 = perf_counter()
             self.collision.resolve()
+            collide = perf_counter() - t1
             self._check(s.acc, "accelerations")
             self._check(s.vel, "velocities")
         except BaseException:  # a NaN (EngineError), MemoryError or Ctrl-C mid-step
             for k, v in kept.items():  # the last good state stays
                 setattr(s, k, v)
+            s.time = self._time
             raise
         self._time += advanced
         self.steps_done += 1
         forces = sum(v for k, v in s.timings.items() if k != "integrate")
-        self.stats.timings_ms["integrate"] = 1e3 * (perf_counter() - t0 - forces)
+        self.stats.timings_ms["integrate"] = 1e3 * (perf_counter() - t0 - forces - collide)
+        if self.params.collision != "none":
+            self.stats.timings_ms["collide"] = 1e3 * collide
+        self.stats.collisions = self.collision.resolved
 
     def _check(self, a: np.ndarray, what: str) -> None:
         """EngineError when a step made `a` non-finite (or beyond float32)."""
@@ -199,7 +206,8 @@ class CPUEngine(Engine):
         if self.gravity == "direct":
             t0 = perf_counter()
             if vel is None:
-                acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active)
+                acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active,
+                                         ghosts=self._ghosts())
             else:
                 acc, pot, jerk = direct_forces_jerk(pos, vel, mass, p.eps, p.G, targets=active)
             timings["walk"] += perf_counter() - t0
@@ -213,6 +221,11 @@ class CPUEngine(Engine):
             self._multipoles(tree)
             t3 = perf_counter()
             acc_s, pot_s, pp, pc = self._walk(tree)
+            for offset in self._ghosts():
+                a, q, gpp, gpc = self._walk_ghost(tree, offset)
+                acc_s += a
+                pot_s += q
+                pp, pc = pp + gpp, pc + gpc
             acc, pot = np.empty_like(acc_s), np.empty_like(pot_s)
             acc[tree.order], pot[tree.order] = acc_s, pot_s
             if active is not None:
@@ -242,6 +255,16 @@ class CPUEngine(Engine):
     def _walk(self, tree: Tree):
         p = self.params
         return tree_forces(tree, p.theta, p.eps, p.G)
+
+    def _walk_ghost(self, tree: Tree, offset: np.ndarray):
+        """Forces of the tree's image shifted by `offset` on its particles (numpy walk)."""
+        p = self.params
+        return tree_forces(tree, p.theta, p.eps, p.G, offset=offset)
+
+    def _ghosts(self) -> np.ndarray:
+        """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
+        ghosts = self.boundary.ghosts()
+        return np.zeros((0, 3)) if ghosts is None else ghosts[0]
 
     def _on_force_params_changed(self) -> None:
         if self._loaded is not None:
@@ -273,7 +296,7 @@ class CPUEngine(Engine):
             raise EngineError("this checkpoint is of another particle set or was freed")
         for k, v in checkpoint.data.items():
             setattr(self.system, k, v.copy())
-        self._time = checkpoint.time
+        self._time = self.system.time = checkpoint.time
         self.tree = None
         self._restore_modules(checkpoint)
 

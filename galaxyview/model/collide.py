@@ -1,0 +1,93 @@
+"""Hard-sphere collisions (numpy): finding touching pairs across a periodic box's images, and
+resolving them once each with momentum conserved (the CPU collision module and the tests).
+
+A pair collides when the spheres overlap and approach. The pairs of a step are resolved in a
+random priority order, as if one after the other (REBOUND's way): a pair sees the velocities
+that the earlier pairs of its particles left. Done in rounds, each resolving at once every
+pair that comes first for both its particles, which gives the same result as the sequence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+
+@dataclass
+class Pairs:
+    """Candidate pairs: i < j (by index), the offset added to j's position and velocity (the
+    ghost box j is seen in; zero inside the box)."""
+
+    i: np.ndarray
+    j: np.ndarray
+    dpos: np.ndarray  # (P, 3)
+    dvel: np.ndarray  # (P, 3)
+
+    def __len__(self) -> int:
+        return len(self.i)
+
+    def keys(self) -> set:
+        return set(zip(self.i.tolist(), self.j.tolist()))
+
+
+def touching(pos, radius, ghost_pos=None, ghost_vel=None) -> Pairs:
+    """Pairs of spheres that overlap, directly or between a particle and another's image in a
+    ghost box (offsets ghost_pos, ghost_vel (K, 3)); each pair once."""
+    pos = np.asarray(pos, np.float64)
+    n, reach = len(pos), 2.0 * float(np.max(radius)) if len(pos) else 0.0
+    pts, src, k_of = [pos], [np.arange(n)], [np.full(n, -1)]
+    if ghost_pos is not None and len(ghost_pos):
+        lo, hi = pos.min(axis=0) - reach, pos.max(axis=0) + reach
+        for k, o in enumerate(ghost_pos):
+            img = pos + o
+            near = np.flatnonzero(((img[:, :2] >= lo[:2]) & (img[:, :2] <= hi[:2])).all(axis=1))
+            pts.append(img[near]), src.append(near), k_of.append(np.full(len(near), k))
+    allpos, src, k_of = np.concatenate(pts), np.concatenate(src), np.concatenate(k_of)
+    ab = cKDTree(allpos).query_pairs(reach, output_type="ndarray") if n else np.zeros((0, 2), int)
+    a, b = ab[:, 0], ab[:, 1]
+    a, b = np.minimum(a, b), np.maximum(a, b)
+    keep = a < n  # a real particle ...
+    a, b = a[keep], b[keep]
+    j, k = src[b], k_of[b]
+    keep = a < j  # ... and each physical pair once (its mirror across the edge left out)
+    a, b, j, k = a[keep], b[keep], j[keep], k[keep]
+    d = allpos[b] - pos[a]
+    keep = np.einsum("ij,ij->i", d, d) < (radius[a] + radius[j]) ** 2
+    a, j, k = a[keep], j[keep], k[keep]
+    zero = np.zeros((len(a), 3))
+    dpos = zero if ghost_pos is None or not len(ghost_pos) else \
+        np.where(k[:, None] >= 0, np.asarray(ghost_pos)[k], 0.0)
+    dvel = zero if ghost_vel is None or not len(ghost_vel) else \
+        np.where(k[:, None] >= 0, np.asarray(ghost_vel)[k], 0.0)
+    order = np.lexsort((j, a))
+    return Pairs(a[order], j[order], dpos[order], dvel[order])
+
+
+def resolve(pairs: Pairs, pos, vel, mass, restitution, priority) -> int:
+    """Resolve the approaching pairs in `priority` order (a permutation rank per pair, low
+    first), changing vel (N, 3) in place; restitution(v_n) gives eps_n of normal speeds.
+    Returns the number of pairs resolved (approaching at their turn)."""
+    left = np.argsort(priority, kind="stable")
+    done, n = 0, len(mass)
+    while len(left):
+        i, j = pairs.i[left], pairs.j[left]
+        first = np.full(n, len(pairs), np.int64)  # each particle's first pending pair
+        rank = np.arange(len(left))
+        np.minimum.at(first, i, rank)
+        np.minimum.at(first, j, rank)
+        now = (first[i] == rank) & (first[j] == rank)
+        p = left[now]
+        i, j = pairs.i[p], pairs.j[p]
+        d = pos[j] + pairs.dpos[p] - pos[i]
+        nrm = d / np.linalg.norm(d, axis=1)[:, None]
+        vn = np.einsum("ij,ij->i", vel[j] + pairs.dvel[p] - vel[i], nrm)
+        hit = vn < 0
+        i, j, nrm, vn = i[hit], j[hit], nrm[hit], vn[hit]
+        dv = (-(1.0 + restitution(vn)) * vn)[:, None] * nrm  # change of v_j - v_i
+        mi, mj = mass[i][:, None], mass[j][:, None]
+        vel[i] -= mj / (mi + mj) * dv
+        vel[j] += mi / (mi + mj) * dv
+        done += len(i)
+        left = left[~now]
+    return done
