@@ -34,6 +34,7 @@ class Sheet:
       ((v_n / v_c)^-0.234, at most 1)
     eps_n: the constant coefficient, 0..1
     v_c: the Bridges law's velocity scale (velocity unit; 7.7e-5 m/s)
+    self_gravity: False leaves the particles' gravity out (collisions and Hill's tides only)
     """
 
     omega: float
@@ -43,6 +44,7 @@ class Sheet:
     restitution: str = "bridges"
     eps_n: float = 0.5
     v_c: float = BRIDGES_VC_SI
+    self_gravity: bool = True
 
     def __post_init__(self):
         for name in ("omega", "lx", "ly", "v_c"):
@@ -57,6 +59,9 @@ class Sheet:
         if self.restitution not in RESTITUTION_LAWS:
             raise ParameterError(f"sheet restitution must be one of "
                                  f"{', '.join(RESTITUTION_LAWS)}, got {self.restitution!r}")
+        if not isinstance(self.self_gravity, bool):
+            raise ParameterError(f"sheet self_gravity must be true or false, got "
+                                 f"{self.self_gravity!r}")
         if not (isinstance(self.ghosts, int) and not isinstance(self.ghosts, bool)
                 and 0 <= self.ghosts <= GHOSTS_MAX):
             raise ParameterError(f"sheet ghosts (rings of ghost boxes) must be an integer in "

@@ -170,8 +170,9 @@ def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0, quadrupole
     """Accelerations (N, 3) and potentials (N,), float64, in the tree's sorted order, and the
     pp and pc interaction counts. A particle's pair with itself is left out; without
     softening, so are pairs at zero distance. quadrupole=False keeps monopoles only.
-    workers: threads (default threads.workers())."""
-    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole)
+    workers: threads (default threads.workers()). offset (3,): the forces of the tree's
+    image moved by `offset` (a ghost box) instead, the particles' own images included."""
+    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole, offset)
     workers = threads.workers() if workers is None else max(1, int(workers))
     n_groups = len(tree.group_begin)
     n_parts = 1 if workers == 1 else \

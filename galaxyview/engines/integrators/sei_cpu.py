@@ -58,8 +58,17 @@ class SEI(Integrator):
     """drift h/2 (epicycles); a = F(x) (self-gravity with ghost boxes); v += a dt; drift h/2."""
 
     def start(self) -> None:
-        sheet_of(self.system)
-        self.system.forces()
+        self._gravity()
+
+    forces_changed = start
+
+    def _gravity(self) -> None:
+        """Self-gravity (with ghost boxes) into acc, pot; zeros without it."""
+        s = self.system
+        if sheet_of(s).self_gravity:
+            s.forces()
+        else:
+            s.acc, s.pot = np.zeros_like(s.pos), np.zeros(len(s.pos))
 
     def step(self, dt: float) -> float:
         s, omega = self.system, sheet_of(self.system).omega
@@ -68,7 +77,7 @@ class SEI(Integrator):
         s.pos, s.vel = pos, vel
         t0 = s.time
         s.time = t0 + 0.5 * dt
-        s.forces()
+        self._gravity()
         s.vel += dt * s.acc
         epicycle_drift(s.pos, s.vel, omega, 0.5 * dt)
         s.time = t0 + dt
