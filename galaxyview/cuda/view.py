@@ -8,13 +8,15 @@ from typing import Callable, Optional
 @dataclass(frozen=True)
 class DeviceParticles:
     """Device pointers (float4 each) of the particles in the engine's current order: pos4
-    (x, y, z, mass), vel4 (vx, vy, vz, Component code as float), acc4 (ax, ay, az, phi).
+    (x, y, z, mass), vel4 (vx, vy, vz, Component code as float), acc4 (ax, ay, az, phi),
+    radius (float, when the engine keeps radii on the device).
     Valid until the next force evaluation (its sort moves the particles)."""
 
     pos4: int
     vel4: int
     acc4: int
     n: int
+    radius: int = 0  # float radii (hard spheres) in the same order; 0: none (point masses)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from galaxyview.model.params import TREE_MAX_LEVEL as MAX_TREE_LEVEL
 from galaxyview.model.state import Component
 
 # by component colour; by galaxy of origin; the rest through the colour map
-COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density", "mass")
+COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density", "mass", "vz",
+                "z")
 COLOUR_MAPS = ("viridis", "inferno", "magma", "fire", "ice", "coolwarm", "cubehelix", "hot")
 LUT_SIZE = 256
 # galaxies of origin 0..7 (more wrap around): distinct hues of even brightness
@@ -48,7 +49,10 @@ class Look:
     value_range: (lo, hi) at the ends of the colour map (None: from the values when the mode
     is chosen, render/colour.py auto_range);
     tone_map: 'exp', 'reinhard' or 'linear' (exp and reinhard keep dense cores from burning out);
-    boxes: draw the boxes of the engine's current tree, levels box_levels[0]..box_levels[1].
+    boxes: draw the boxes of the engine's current tree, levels box_levels[0]..box_levels[1];
+    'vz' and 'z': vertical velocity and height (rings);
+    spheres: draw particles as depth-tested shaded spheres at their radius (ring scenes), not
+    as light; ghosts: with spheres, also the periodic images (the renderer's ghost_offsets).
     """
 
     point_size: float = 3.0
@@ -60,6 +64,8 @@ class Look:
     colour_map: str = "viridis"
     value_range: tuple | None = None
     background: tuple = (0.0, 0.0, 0.015)
+    spheres: bool = False
+    ghosts: bool = False
 
     def __post_init__(self):
         self.validate()
