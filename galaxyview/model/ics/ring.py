@@ -9,7 +9,7 @@ on their guiding centres (v_y = -3/2 Omega x) with random velocities of dispersi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -82,6 +82,16 @@ def toomre_wavelength(cfg: RingConfig, n: int) -> float:
     sheet = sheet_for(cfg, n)
     sigma = n * cfg.density * 4 / 3 * math.pi * radius_moments(cfg, 3) / (sheet.lx * sheet.ly)
     return 4 * math.pi ** 2 * G_SI * sigma / cfg.omega ** 2
+
+
+def with_optical_depth(scene, tau: float):
+    """The ring `scene` at optical depth `tau` (the box follows; surface density dropped)."""
+    if scene.model != "ring":
+        raise SceneError(f"{scene.name} is not a ring scene: it has no optical depth")
+    if not (isinstance(tau, (int, float)) and 0 < tau <= 5):
+        raise SceneError(f"optical depth must be in (0, 5], got {tau!r}")
+    cfg = replace(scene.config, optical_depth=float(tau), surface_density=None)
+    return replace(scene, config=cfg)
 
 
 def build(cfg: RingConfig, n: int, rng: np.random.Generator) -> ParticleState:
