@@ -137,6 +137,8 @@ struct WalkArgs {
     unsigned long long* status;
     float eps2, G;
     int pp_leaf;  // accepted leaves of at most this many particles give p-p pairs
+    float sx, sy, sz;  // image walks (ghost boxes): the targets moved by -(sx, sy, sz)
+    int image;  // 0: the box itself (acc written), 1: an image (acc added, no self pair)
 };
 
 template <int NI, bool GUARD>
@@ -145,12 +147,14 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
 {
     const int lane = threadIdx.x & 31;
     float x[NI], y[NI], z[NI], m[NI], ax[NI], ay[NI], az[NI], pot[NI];
-    const float4 p0 = A.pos[gb];
+    float4 p0 = A.pos[gb];
+    p0.x -= A.sx; p0.y -= A.sy; p0.z -= A.sz;
     float mn[3] = {p0.x, p0.y, p0.z}, mx[3] = {p0.x, p0.y, p0.z};
 #pragma unroll
     for (int k = 0; k < NI; k++) {
         const int i = lane + 32 * k;
-        const float4 p = i < gc ? A.pos[gb + i] : p0;
+        float4 p = A.pos[i < gc ? gb + i : gb];
+        p.x -= A.sx; p.y -= A.sy; p.z -= A.sz;
         x[k] = p.x; y[k] = p.y; z[k] = p.z; m[k] = p.w;
         ax[k] = ay[k] = az[k] = pot[k] = 0.f;
         mn[0] = fminf(mn[0], p.x); mn[1] = fminf(mn[1], p.y); mn[2] = fminf(mn[2], p.z);
@@ -252,8 +256,14 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
     for (int k = 0; k < NI; k++) {
         const int i = lane + 32 * k;
         if (i < gc) {
-            if ((self >> i) & 1ull && A.eps2 > 0.f) pot[k] += m[k] * rsqrtf(A.eps2);  // self pair
-            A.acc[gb + i] = make_float4(A.G * ax[k], A.G * ay[k], A.G * az[k], A.G * pot[k]);
+            if (!A.image && (self >> i) & 1ull && A.eps2 > 0.f)
+                pot[k] += m[k] * rsqrtf(A.eps2);  // self pair
+            float4 out = make_float4(A.G * ax[k], A.G * ay[k], A.G * az[k], A.G * pot[k]);
+            if (A.image) {
+                const float4 a0 = A.acc[gb + i];
+                out.x += a0.x; out.y += a0.y; out.z += a0.z; out.w += a0.w;
+            }
+            A.acc[gb + i] = out;
         }
     }
 }
@@ -263,7 +273,8 @@ walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
      const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
      const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
      const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
-     unsigned long long* status, float eps2, float G, int pp_leaf)
+     unsigned long long* status, float eps2, float G, int pp_leaf, float sx, float sy,
+     float sz, int image)
 {
     __shared__ WarpShared shared[WALK_WARPS];
     if (status[ST_FLAGS] & (FLAG_CELLS | FLAG_GROUPS)) return;  // the host rebuilds and walks again
@@ -271,7 +282,8 @@ walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
     WarpShared& sh = shared[warp];
     int* stack = stacks + (size_t)(blockIdx.x * WALK_WARPS + warp) * STACK_CAP;
     const int ngroups = (int)status[ST_GROUPS];
-    WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf};
+    WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
+               sx, sy, sz, image};
     unsigned long long n_pp = 0, n_pc = 0;
     while (true) {
         int g = 0;

@@ -17,6 +17,7 @@ class DeviceParticles:
     acc4: int
     n: int
     radius: int = 0  # float radii (hard spheres) in the same order; 0: none (point masses)
+    ids: int = 0  # unsigned original (loaded) index of each particle; 0: not given
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ class Boundary(Module):
 
 class Collision(Module):
     resolved = 0  # pairs resolved by the last resolve()
+    timings_ms: dict = {}  # GPU: milliseconds of the last resolve() by part (CUDA events)
 
     def resolve(self) -> None:
         """After the boundary each step: find and resolve the step's collisions."""
@@ -150,12 +151,15 @@ INTEGRATORS.add("hermite4", cpu="galaxyview.engines.integrators.hermite_cpu:Herm
                 gpu="galaxyview.engines.integrators.hermite_gpu:Hermite4")
 INTEGRATORS.add("hermite4-shared", cpu="galaxyview.engines.integrators.hermite_cpu:Hermite4Shared",
                 gpu="galaxyview.engines.integrators.hermite_gpu:Hermite4Shared")
-INTEGRATORS.add("sei", cpu="galaxyview.engines.integrators.sei_cpu:SEI")
+INTEGRATORS.add("sei", cpu="galaxyview.engines.integrators.sei_cpu:SEI",
+                gpu="galaxyview.engines.integrators.sei_gpu:SEI")
 BOUNDARIES.add("open", cpu=Boundary, gpu=Boundary)  # nothing to do: space is open
-BOUNDARIES.add("shear-periodic", cpu="galaxyview.engines.boundaries.shear_cpu:ShearPeriodic")
+BOUNDARIES.add("shear-periodic", cpu="galaxyview.engines.boundaries.shear_cpu:ShearPeriodic",
+               gpu="galaxyview.engines.boundaries.shear_gpu:ShearPeriodic")
 COLLISIONS.add("none", cpu=Collision, gpu=Collision)  # point masses pass through each other
 COLLISIONS.add("hard-spheres",
-               cpu="galaxyview.engines.collisions.hard_spheres_cpu:HardSpheres")
+               cpu="galaxyview.engines.collisions.hard_spheres_cpu:HardSpheres",
+               gpu="galaxyview.engines.collisions.hard_spheres_gpu:HardSpheres")
 
 REGISTRIES = {"integrator": INTEGRATORS, "boundary": BOUNDARIES, "collision": COLLISIONS}
 

@@ -15,8 +15,13 @@ from galaxyview.errors import EngineError
 
 
 class System(abc.ABC):
+    """`time`: the simulation time of the positions (an integrator that drifts in parts moves
+    it within its step; the engine sets it after each step): boundaries with moving images
+    (the shearing sheet) read it."""
+
     kind = "?"  # "cpu" or "gpu"
     provides_jerk = False  # the gravity module gives da/dt with the accelerations
+    time: float = 0.0
 
     @property
     @abc.abstractmethod
@@ -41,9 +46,7 @@ class System(abc.ABC):
 
 class HostSystem(System):
     """pos, vel, acc, jerk (N, 3), pot, mass, radius (N,): float64 arrays in the loaded order
-    (jerk: of the last force evaluation that asked for it; None until one did). `time`: the
-    simulation time of the positions (an integrator that drifts in parts moves it within its
-    step; the engine sets it after each step)."""
+    (jerk: of the last force evaluation that asked for it; None until one did)."""
 
     kind = "cpu"
     pos: np.ndarray
@@ -53,7 +56,6 @@ class HostSystem(System):
     pot: np.ndarray
     mass: np.ndarray
     radius: np.ndarray
-    time: float = 0.0
 
 
 class DeviceSystem(System):

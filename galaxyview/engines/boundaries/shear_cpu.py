@@ -24,11 +24,15 @@ def wrap(pos: np.ndarray, vel: np.ndarray, sheet, t: float) -> None:
     pos[:, 1] -= ly * np.floor(pos[:, 1] / ly + 0.5)
 
 
-class ShearPeriodic(Boundary):
-    def apply(self) -> None:
-        s = self.system
-        wrap(s.pos, s.vel, sheet_of(s), s.time)
+class SheetImages(Boundary):
+    """The ghost boxes of the sheet at the system's time (both engines)."""
 
     def ghosts(self, rings: int | None = None):
         s = self.system
         return sheet_of(s).ghost_offsets(s.time, rings)
+
+
+class ShearPeriodic(SheetImages):
+    def apply(self) -> None:
+        s = self.system
+        wrap(s.pos, s.vel, sheet_of(s), s.time)

@@ -68,7 +68,8 @@ class _Particles(DeviceSystem):
     def particles(self) -> DeviceParticles:
         e = self._engine
         pos, vel = e.buf.set_ptrs(e._cur)
-        return DeviceParticles(pos, vel, e.buf.ptr("acc"), e._n)
+        return DeviceParticles(pos, vel, e.buf.ptr("acc"), e._n, e._radius_ptr(),
+                               e.buf.ptr(f"id{e._cur}"))
 
     def launch(self, kernel: str, *args, grid=None) -> None:
         e = self._engine
@@ -131,6 +132,8 @@ class GPUEngine(Engine):
         self._epoch = 0
         self._slot = 0
         self._have_tree = False
+        self._sorts = 0  # force evaluations so far (each may reorder the particles)
+        self._radius_order = None  # (set, sorts) the device radii were gathered for
         self._step_phases = None  # phase ms summed over the force evaluations of a step
         with self.activate():
             self.kernels = compile_kernels([_module_source(m) for m in
@@ -229,8 +232,13 @@ class GPUEngine(Engine):
             self._cuda.memcpy_htod(pos, pos4)
             self._cuda.memcpy_htod(vel, vel4)
             self._cuda.memcpy_htod(self.buf.ptr("id0"), np.arange(n, dtype=np.uint32))
-            self._time = float(state.time)
+            self._time = self.system.time = float(state.time)
             self.steps_done = 0
+            self._radius_order = None
+            if (self._radius > 0).any():  # hard spheres: radii on the device, loaded order
+                self.buf._alloc("radius0", 4 * n)
+                self.buf._alloc("radius", 4 * n)
+                self._cuda.memcpy_htod(self.buf.ptr("radius0"), self._radius.astype(np.float32))
             self.boundary.apply()
             self.integrator.start()
 
@@ -284,14 +292,22 @@ class GPUEngine(Engine):
                 ev[0].record()
                 try:
                     advanced = self.integrator.step(self.params.dt)
+                    self.system.time = self._time + advanced
                     self.boundary.apply()
                     self.collision.resolve()
                     self._wait(ev[6].record())
+                except BaseException:
+                    self.system.time = self._time
+                    raise
                 finally:
                     self._step_phases = None
                 t = self.stats.timings_ms
                 t["integrate"] = ev[6].time_since(ev[0]) - sum(
                     v for k, v in t.items() if k != "integrate")
+                if self.params.collision != "none":  # the collision module times itself
+                    t.update(self.collision.timings_ms)
+                    t["integrate"] -= sum(self.collision.timings_ms.values())
+                self.stats.collisions = self.collision.resolved
                 self._time += advanced
                 self.steps_done += 1
 
@@ -403,7 +419,7 @@ class GPUEngine(Engine):
                 self._cuda.memcpy_dtod(ptr, int(mem) + offset, b)
                 offset += b
             self._sync()
-            self._time = checkpoint.time
+            self._time = self.system.time = checkpoint.time
             self._restore_modules(checkpoint)
 
     def sample_forces(self, targets: np.ndarray):
@@ -459,7 +475,25 @@ class GPUEngine(Engine):
 
     def _force(self, ev) -> None:
         run_force(self, ev)
+        self._sorts += 1
         self._have_tree = self.gravity == "tree"
+
+    def _ghosts(self) -> np.ndarray:
+        """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
+        ghosts = self.boundary.ghosts()
+        return np.zeros((0, 3)) if ghosts is None else ghosts[0]
+
+    def _radius_ptr(self) -> int:
+        """Device radii in the current order (gathered after each reorder); 0 without radii."""
+        if not self._n or not (self._radius > 0).any():
+            return 0
+        b, key = self.buf, (self._cur, self._sorts)
+        if self._radius_order != key:
+            self.kernels.launch("gather_by_id", (self._grid(), 1, 1), (256, 1, 1),
+                                b.ptr("radius0"), b.ptr(f"id{self._cur}"), self._n,
+                                b.ptr("radius"))
+            self._radius_order = key
+        return b.ptr("radius")
 
     def _read_status(self) -> None:
         self._cuda.memcpy_dtoh_async(self._host_status, self.buf.ptr("status"))
