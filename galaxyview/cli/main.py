@@ -67,6 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "force error (default N: 16k 65k 262k)")
     p.add_argument("--sample", type=common.count_type, default=1024,
                    help="--compare: particles the force error is measured on (1024)")
+    p.add_argument("--scene", metavar="RING_SCENE",
+                   help="a ring scene (saturn-a-ring, ring-equilibrium): its step by phase "
+                        "(gravity with ghost boxes, collision search and resolve, integrate) "
+                        "at each --n (default on the GPU 100k 1M 4M), and REBOUND's step on "
+                        "the same patch on this machine's CPU")
+    p.add_argument("--rebound-steps", type=int, default=3,
+                   help="--scene: REBOUND steps timed (3; 0: REBOUND not timed)")
+    p.add_argument("--rebound-max", type=common.count_type, default=1 << 20,
+                   help="--scene: the largest N REBOUND is timed at (1048576)")
     common.add_backend(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
