@@ -15,6 +15,7 @@ from galaxyview.engines.cpu.tree import build_cells, sort_particles
 from galaxyview.errors import EngineError, ParameterError, SceneError
 from galaxyview.model import collide
 from galaxyview.model.params import Params
+from galaxyview.model.ring_stats import wake_pitch_angle
 from galaxyview.model.scene import load_scene, parse_scene
 from galaxyview.model.sheet import Sheet
 from galaxyview.model.state import ParticleState
@@ -249,6 +250,19 @@ def test_pairs_across_the_shear_boundary_use_the_image_velocity():
     done = collide.resolve(pairs, pos, vel, np.ones(2), sheet.restitution_of, np.arange(1))
     assert done == 1
     np.testing.assert_allclose(vel.sum(axis=0), before, rtol=0, atol=1e-15)
+
+
+def test_wake_pitch_angle_of_known_stripes():
+    sheet = Sheet(OMEGA, 500.0, 500.0)
+    rng = np.random.default_rng(4)
+    for m, n_ in ((8, 3), (-8, 3), (5, 4)):  # stripes along (-n, m)
+        xy = rng.uniform(-250, 250, (400_000, 2))
+        density = 1 + 0.9 * np.cos(2 * np.pi * (m * xy[:, 0] + n_ * xy[:, 1]) / 500)
+        keep = rng.uniform(0, 2, len(xy)) < density
+        pos = np.c_[xy[keep], np.zeros(keep.sum())]
+        expected = math.degrees(math.atan2(-n_, m))
+        expected = (expected + 90) % 180 - 90  # an axis: -90..90
+        assert wake_pitch_angle(pos, sheet) == pytest.approx(expected, abs=2.0), (m, n_)
 
 
 def test_bridges_law():

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import ndimage
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,10 @@ def ring_stats(pos, vel, mass, radius, sheet, time: float) -> RingStats:
 
 
 def wake_pitch_angle(pos, sheet, cells: int = 128) -> float:
-    """The wakes' angle (degrees) from the azimuthal (y) direction, from the autocorrelation
-    of the surface density on a cells x cells grid (Salo et al. 2004): the orientation of the
-    central peak's long axis, from its second moments above half its height."""
+    """The wakes' angle (degrees) from the azimuthal (y) direction toward +x, from the
+    autocorrelation of the surface density on a cells x cells grid (Salo et al. 2004): the
+    orientation of the central peak's long axis, from the second moments of its connected
+    part above half its height. Negative: trailing (tilted with the shear v_y = -3/2 Omega x)."""
     h, _, _ = np.histogram2d(pos[:, 0], pos[:, 1], bins=cells,
                              range=[[-sheet.lx / 2, sheet.lx / 2], [-sheet.ly / 2, sheet.ly / 2]])
     d = h - h.mean()
@@ -49,10 +51,8 @@ def wake_pitch_angle(pos, sheet, cells: int = 128) -> float:
     ix = (np.arange(cells) - cells // 2) * dx
     iy = (np.arange(cells) - cells // 2) * dy
     x, y = np.meshgrid(ix, iy, indexing="ij")
-    rmax = 0.25 * min(sheet.lx, sheet.ly)
-    peak = (ac > 0.5) & (x * x + y * y < rmax * rmax)
+    labels, _ = ndimage.label(ac > 0.5)  # the central peak alone, not its periodic kin
+    peak = labels == labels[cells // 2, cells // 2]
     wgt = ac[peak]
     xx, yy, xy = (wgt @ x[peak] ** 2, wgt @ y[peak] ** 2, wgt @ (x[peak] * y[peak]))
-    # long axis angle from the y axis, toward +x
-    phi = 0.5 * math.degrees(math.atan2(2 * xy, yy - xx))
-    return abs(phi)
+    return 0.5 * math.degrees(math.atan2(2 * xy, yy - xx))  # long axis, from y toward +x
