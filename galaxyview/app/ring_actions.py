@@ -11,6 +11,8 @@ from galaxyview.render import rings
 
 
 class RingActions:
+    _posted_sheet = None  # the last sheet sent to the worker (changes build on it)
+
     def _connect_ring(self) -> None:
         p = self.panel
         p.restitution.currentTextChanged.connect(lambda law: self.set_sheet(restitution=law))
@@ -27,6 +29,7 @@ class RingActions:
     def _show_ring(self) -> None:
         """After a scene opens: the ring group, spheres and the top view for a ring scene."""
         p, sheet = self.panel, self.sheet
+        self._posted_sheet = None
         p.ring_form.parentWidget().setVisible(sheet is not None)
         if sheet is None:
             if self.look.spheres:
@@ -52,11 +55,12 @@ class RingActions:
         sheet = self.sheet
         if sheet is None:
             return
-        try:
-            new = sheet.with_(**changes)
+        try:  # on top of changes posted and not yet applied
+            new = (self._posted_sheet or sheet).with_(**changes)
         except GalaxyviewError as exc:
             self.show_error("Bad ring parameter", str(exc))
             return
+        self._posted_sheet = new
         self.worker.set_params(sheet=new)
         last = self.session.last
         self.plot.add_marker(last.time if last else 0.0,
