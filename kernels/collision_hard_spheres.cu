@@ -6,7 +6,8 @@
 // once, by the particle of the lower original index. Resolve: in rounds, every pending pair
 // that has the highest priority (a hash of the two indices and the step) at both its
 // particles is resolved at once; the result is that of resolving the pairs one after the
-// other in priority order. vel4.w (the component) is left alone.
+// other in priority order (model/collide.py priority: the same hash, seeded by the time).
+// vel4.w (the component) is left alone.
 
 extern "C" __global__ void cl_count(const float4* __restrict__ pos, int n, double lx, double ly,
                                     int nx, int ny, int* __restrict__ cell,

@@ -329,3 +329,19 @@ def test_ring_scene_errors_are_clear(tmp_path):
     bad = dict(base, model=dict(base["model"], optical_depth=0.5, self_gravity="no"))
     with pytest.raises(SceneError, match="true or false"):
         parse_scene(bad, tmp_path / "r.toml")
+
+
+def test_ring_restarts_exactly_from_its_exact_state():
+    scene = load_scene("ring-equilibrium")
+    state = scene.build(800)
+    params = scene.params.with_(sheet=state.meta["sheet"])
+    a = CPUEngine(params)
+    a.load(state)
+    a.step(30)
+    b = CPUEngine(Params(**{**vars(params), "sheet": vars(params.sheet)}))  # as archives do
+    b.load_exact(a.exact_state())
+    a.step(30)
+    b.step(30)
+    assert a.stats.collisions > 0
+    np.testing.assert_array_equal(a.system.pos, b.system.pos)
+    np.testing.assert_array_equal(a.system.vel, b.system.vel)

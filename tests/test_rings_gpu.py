@@ -130,20 +130,6 @@ def test_gpu_finds_the_cpu_pairs(n):
         len(missing) + len(extra)
 
 
-def _hash(a, b, seed):
-    """kernels/collision_hard_spheres.cu col_hash, in numpy (uint32 arithmetic)."""
-    a, b = a.astype(np.uint32), b.astype(np.uint32)
-    with np.errstate(over="ignore"):
-        h = (a * np.uint32(0x9E3779B1)) ^ ((b + np.uint32(0x7F4A7C15)) * np.uint32(0x85EBCA77)) \
-            ^ (np.uint32(seed) * np.uint32(0xC2B2AE3D))
-        h ^= h >> np.uint32(16)
-        h *= np.uint32(0x85EBCA6B)
-        h ^= h >> np.uint32(13)
-        h *= np.uint32(0xC2B2AE35)
-        h ^= h >> np.uint32(16)
-    return h
-
-
 @pytest.mark.parametrize("law", ["constant", "bridges"])
 def test_gpu_resolution_is_the_sequence_in_priority_order(law):
     params, state, sheet = touching_state(30000)
@@ -158,20 +144,17 @@ def test_gpu_resolution_is_the_sequence_in_priority_order(law):
         with gpu.activate():
             gpu.collision.resolve()
             i, j, off = gpu.collision.pairs()
-            raw = np.empty((len(i), 4), np.int32)
-            gpu._cuda.memcpy_dtoh(raw, gpu.collision._mem["pairs"])
         after, done = gpu.state(), gpu.collision.resolved
     finally:
         gpu.close()
     # the same pairs and priorities on the host, one after the other
-    k = np.arange(len(i), dtype=np.uint64)
-    prio = (_hash(i, j, 1).astype(np.uint64) << np.uint64(32)) | k
+    prio = collide.priority(i, j, collide.step_seed(before.time))
     dvel = np.c_[np.zeros(len(i)), -1.5 * sheet.omega * off[:, 0], np.zeros(len(i))]
     pairs = collide.Pairs(i, j, np.c_[off.astype(np.float64), np.zeros(len(i))], dvel)
     vel = before.vel.astype(np.float64)
     ref_done = collide.resolve(pairs, before.pos.astype(np.float64), vel,
                                before.mass.astype(np.float64), sheet.restitution_of,
-                               np.argsort(np.argsort(prio)))
+                               prio)
     assert done == ref_done and done > 100
     np.testing.assert_allclose(after.vel, vel, atol=1e-5 * np.abs(vel).max())
     p0 = before.mass.astype(np.float64) @ before.vel.astype(np.float64)

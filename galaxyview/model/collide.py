@@ -2,8 +2,9 @@
 resolving them once each with momentum conserved (the CPU collision module and the tests).
 
 A pair collides when the spheres overlap and approach. The pairs of a step are resolved in a
-random priority order, as if one after the other (REBOUND's way): a pair sees the velocities
-that the earlier pairs of its particles left. Done in rounds, each resolving at once every
+pseudo-random priority order (`priority`: a hash of the two particles' indices and the time,
+the same on the GPU, so that restarts and both engines order alike), as if one after the
+other (REBOUND's way): a pair sees the velocities that the earlier pairs of its particles left. Done in rounds, each resolving at once every
 pair that comes first for both its particles, which gives the same result as the sequence.
 """
 from __future__ import annotations
@@ -64,9 +65,29 @@ def touching(pos, radius, ghost_pos=None, ghost_vel=None) -> Pairs:
     return Pairs(a[order], j[order], dpos[order], dvel[order])
 
 
+def step_seed(time: float) -> int:
+    """32 bits of the float64 time: the priorities' seed of the step ending at `time`."""
+    bits = int(np.float64(time).view(np.uint64))
+    return (bits ^ (bits >> 32)) & 0xFFFFFFFF
+
+
+def priority(i, j, seed: int) -> np.ndarray:
+    """uint64 priority of pairs (i, j) (original indices; low first): a 32-bit hash above the
+    pair's place in the list (kernels/collision_hard_spheres.cu col_priority)."""
+    a, b = np.asarray(i).astype(np.uint32), np.asarray(j).astype(np.uint32)
+    with np.errstate(over="ignore"):
+        h = (a * np.uint32(0x9E3779B1)) ^ ((b + np.uint32(0x7F4A7C15)) * np.uint32(0x85EBCA77)) \
+            ^ (np.uint32(seed) * np.uint32(0xC2B2AE3D))
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+    return (h.astype(np.uint64) << np.uint64(32)) | np.arange(len(a), dtype=np.uint64)
+
+
 def resolve(pairs: Pairs, pos, vel, mass, restitution, priority) -> int:
-    """Resolve the approaching pairs in `priority` order (a permutation rank per pair, low
-    first), changing vel (N, 3) in place; restitution(v_n) gives eps_n of normal speeds.
+    """Resolve the approaching pairs in `priority` order (low first; distinct values), changing vel (N, 3) in place; restitution(v_n) gives eps_n of normal speeds.
     Returns the number of pairs resolved (approaching at their turn)."""
     left = np.argsort(priority, kind="stable")
     done, n = 0, len(mass)

@@ -68,6 +68,11 @@ class Params:
                                  f"got {self.block_levels!r}")
         for kind in MODULE_KINDS:
             check_module_name(kind, getattr(self, kind))
+        if isinstance(self.sheet, dict):  # as archives store it
+            try:
+                object.__setattr__(self, "sheet", Sheet(**self.sheet))
+            except TypeError as exc:
+                raise ParameterError(f"sheet: {exc}") from None
         if self.sheet is not None and not isinstance(self.sheet, Sheet):
             raise ParameterError(f"sheet must be a Sheet (model/sheet.py), got {self.sheet!r}")
 

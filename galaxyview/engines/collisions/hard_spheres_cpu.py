@@ -13,7 +13,6 @@ from galaxyview.model import collide
 class HardSpheres(Collision):
     def __init__(self, system):
         super().__init__(system)
-        self._rng = np.random.default_rng(0)
         self.pairs = None  # the last step's candidate pairs (touching), for tests
 
     def find(self) -> collide.Pairs:
@@ -35,5 +34,5 @@ class HardSpheres(Collision):
         self.pairs = self.find()
         sheet = s.params.sheet
         law = (lambda vn: np.ones_like(vn)) if sheet is None else sheet.restitution_of
-        priority = self._rng.permutation(len(self.pairs))
+        priority = collide.priority(self.pairs.i, self.pairs.j, collide.step_seed(s.time))
         self.resolved = collide.resolve(self.pairs, s.pos, s.vel, s.mass, law, priority)

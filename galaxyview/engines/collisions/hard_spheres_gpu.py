@@ -11,6 +11,7 @@ import numpy as np
 
 from galaxyview.engines.modules import Collision
 from galaxyview.errors import EngineError
+from galaxyview.model.collide import step_seed
 
 ROUNDS_PER_READ = 4
 ROUNDS_MAX = 4096  # a safety net: rounds never exceed the largest number of pairs a particle has
@@ -32,7 +33,6 @@ class HardSpheres(Collision):
         self._ev = [cuda.Event() for _ in range(3)]
         self.timings_ms = {"collide_search": 0.0, "collide_resolve": 0.0}
         self.pair_count = 0
-        self.steps = 0
 
     def _buf(self, name: str, nbytes: int) -> int:
         nbytes = max(int(nbytes), 16)
@@ -110,8 +110,7 @@ class HardSpheres(Collision):
         ev[1].record()
         p = s.particles()
         *_, shear, sheet = self._geometry(p)
-        self.steps += 1
-        seed = self.steps & 0xFFFFFFFF
+        seed = step_seed(s.time)
         resolved = 0
         if n_p:
             first, state = self._buf("first", 8 * p.n), self._buf("state", n_p)
