@@ -37,6 +37,8 @@ def test_ring_scene_draws_spheres_and_shows_ring_numbers(window, qtbot):
     text = window.hud.text()
     assert "τ 0.5" in text and "orbits" in text and "collisions/step" in text
     assert "integrator sei" in text
+    dt = window.sim.engine.params.dt  # seconds: the panel's dt control takes the scene's range
+    assert p.dt.value() == pytest.approx(dt) and p.dt.lo < dt < p.dt.hi
 
 
 def test_restitution_changes_live_and_optical_depth_rebuilds(window, qtbot):
@@ -73,4 +75,5 @@ def test_views_and_ghost_images(window, qtbot):
 def test_a_galaxy_after_a_ring_is_light_again(window, qtbot):
     window.open_source("plummer", 1000)
     assert not window.look.spheres
+    assert window.panel.dt.hi == 0.5 and window.panel.dt.value() == pytest.approx(1 / 64)
     assert not window.panel.ring_form.parentWidget().isVisible()

@@ -15,7 +15,7 @@ from galaxyview.engines.cpu.tree import build_cells, sort_particles
 from galaxyview.errors import EngineError, ParameterError, SceneError
 from galaxyview.model import collide
 from galaxyview.model.params import Params
-from galaxyview.model.ring_stats import wake_pitch_angle
+from galaxyview.model.ring_stats import ring_stats, wake_pitch_angle
 from galaxyview.model.scene import load_scene, parse_scene
 from galaxyview.model.sheet import Sheet
 from galaxyview.model.state import ParticleState
@@ -345,3 +345,28 @@ def test_ring_restarts_exactly_from_its_exact_state():
     assert a.stats.collisions > 0
     np.testing.assert_array_equal(a.system.pos, b.system.pos)
     np.testing.assert_array_equal(a.system.vel, b.system.vel)
+
+
+def test_overlapping_spheres_at_the_start_are_separated_not_exploded():
+    scene = load_scene("ring-equilibrium")
+    state = scene.build(1000)
+    sheet = state.meta["sheet"]
+    state.radius = state.radius * np.float32(1.3)  # now many overlap, across the edges too
+    ghosts = sheet.ghost_offsets(0.0, 1)
+    assert len(collide.touching(state.pos, state.radius, *ghosts)) > 50
+    eng = CPUEngine(scene.params.with_(sheet=sheet))
+    eng.load(state)
+    s = eng.system
+    p = collide.touching(s.pos, s.radius, *ghosts)
+    depth = s.radius[p.i] + s.radius[p.j] - np.linalg.norm(s.pos[p.j] + p.dpos - s.pos[p.i],
+                                                          axis=1)
+    assert len(p) == 0 or depth.max() < 1e-5
+    np.testing.assert_array_equal(s.vel, state.vel.astype(np.float64))  # no kick
+    m = s.mass
+    np.testing.assert_allclose(m @ s.pos / m.sum(), m @ state.pos.astype(np.float64) / m.sum(),
+                               atol=1e-9 * sheet.lx)
+    moved = np.linalg.norm(s.pos - state.pos, axis=1)
+    assert moved.max() < 2 * s.radius.max()  # nudged apart, not scattered
+    eng.step(50)  # and the ring runs on calmly
+    stats = ring_stats(s.pos, s.vel, s.mass, s.radius, sheet, eng.time)
+    assert max(stats.dispersion) < 20 * sheet.omega * 1.3

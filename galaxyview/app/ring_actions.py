@@ -9,6 +9,8 @@ from galaxyview.errors import GalaxyviewError
 from galaxyview.model.ics.ring import with_optical_depth
 from galaxyview.render import rings
 
+DT_RANGE = (1e-5, 0.5)  # the panel's dt control for N-body scenes (app/panel.py)
+
 
 class RingActions:
     _posted_sheet = None  # the last sheet sent to the worker (changes build on it)
@@ -31,6 +33,9 @@ class RingActions:
         p, sheet = self.panel, self.sheet
         self._posted_sheet = None
         p.ring_form.parentWidget().setVisible(sheet is not None)
+        dt = self.sim.engine.params.dt  # SI seconds for rings, N-body units otherwise
+        p.dt.set_range(*((dt / 1000, 10 * dt) if sheet is not None else DT_RANGE))
+        p.dt.set_value(dt)
         if sheet is None:
             if self.look.spheres:
                 self.set_look(spheres=False, ghosts=False)

@@ -188,8 +188,7 @@ class Engine(abc.ABC):
                               "the scene to change them")
         new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta, sheet=sheet)
         forces_changed = (new.theta != self.params.theta or new.eps != self.params.eps or
-                          getattr(new.sheet, "ghosts", 0) != getattr(self.params.sheet,
-                                                                     "ghosts", 0))
+                          _ghost_rings(new) != _ghost_rings(self.params))
         self.params = new
         if forces_changed:
             self._on_force_params_changed()
@@ -313,3 +312,8 @@ class Engine(abc.ABC):
 
     def close(self) -> None:
         """Free resources (device memory); the engine is unusable afterwards."""
+
+
+def _ghost_rings(params: Params) -> int:
+    """The rings of ghost boxes the gravity sums over (0 without a shearing sheet)."""
+    return params.sheet.ghosts if params.sheet is not None else 0

@@ -4,7 +4,7 @@ integrators, boundaries and collisions.
 An engine builds its modules from `params.integrator`, `params.boundary` and `params.collision`
 and calls them at fixed points of a step:
 
-    load:  boundary.apply(); integrator.start()
+    load:  boundary.apply(); collision.start(); integrator.start()
     step:  integrator.step(dt) (asks the engine for forces); boundary.apply(); collision.resolve()
     theta or eps changed: integrator.forces_changed()
 
@@ -102,6 +102,10 @@ class Boundary(Module):
 class Collision(Module):
     resolved = 0  # pairs resolved by the last resolve()
     timings_ms: dict = {}  # GPU: milliseconds of the last resolve() by part (CUDA events)
+
+    def start(self) -> None:
+        """After a load (not an exact restart), before the integrator's start: prepare the
+        state (hard spheres: separate overlapping ones)."""
 
     def resolve(self) -> None:
         """After the boundary each step: find and resolve the step's collisions."""

@@ -29,6 +29,13 @@ class HardSpheres(Collision):
             return None
         return p.sheet.ghost_offsets(self.system.time, 1)
 
+    def start(self) -> None:
+        """Separate the spheres that overlap at the start (positions only)."""
+        s, ghosts = self.system, self._ghosts()
+        self.find()  # checks the radii
+        s.pos, _ = collide.separate(s.pos, s.radius, s.mass,
+                                    None if ghosts is None else ghosts[0])
+
     def resolve(self) -> None:
         s = self.system
         self.pairs = self.find()

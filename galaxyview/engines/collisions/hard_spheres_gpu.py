@@ -11,7 +11,7 @@ import numpy as np
 
 from galaxyview.engines.modules import Collision
 from galaxyview.errors import EngineError
-from galaxyview.model.collide import step_seed
+from galaxyview.model.collide import separate, step_seed
 
 ROUNDS_PER_READ = 4
 ROUNDS_MAX = 4096  # a safety net: rounds never exceed the largest number of pairs a particle has
@@ -102,6 +102,22 @@ class HardSpheres(Collision):
         self._cuda.memcpy_dtoh(ids, p.ids)
         i, j = ids[raw[:, 0]].astype(np.int64), ids[raw[:, 1]].astype(np.int64)
         return i, j, raw[:, 2:].view(np.float32)
+
+    def start(self) -> None:
+        """Separate the spheres that overlap at the start (positions only; on the host, once:
+        model/collide.py separate)."""
+        s, cuda = self.system, self._cuda
+        p = s.particles()
+        *_, sheet = self._geometry(p)
+        pos4 = np.empty((p.n, 4), np.float32)
+        radius = np.empty(p.n, np.float32)
+        cuda.memcpy_dtoh(pos4, p.pos4)
+        cuda.memcpy_dtoh(radius, p.radius)
+        pos, sweeps = separate(pos4[:, :3], radius, pos4[:, 3],
+                               sheet.ghost_offsets(s.time, 1)[0])
+        if sweeps:
+            pos4[:, :3] = pos
+            cuda.memcpy_htod(p.pos4, pos4)
 
     def resolve(self) -> None:
         s, cuda, ev = self.system, self._cuda, self._ev

@@ -102,6 +102,7 @@ class CPUEngine(Engine):
         self.steps_done = 0
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         self.boundary.apply()
+        self.collision.start()
         self.integrator.start()
         if not (np.isfinite(s.acc).all() and np.isfinite(s.pot).all()):
             raise EngineError(

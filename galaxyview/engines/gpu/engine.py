@@ -134,6 +134,8 @@ class GPUEngine(Engine):
         self._have_tree = False
         self._sorts = 0  # force evaluations so far (each may reorder the particles)
         self._radius_order = None  # (set, sorts) the device radii were gathered for
+        self._has_radius = False
+        self._separate = True  # load() separates overlapping spheres; not a restart
         self._step_phases = None  # phase ms summed over the force evaluations of a step
         with self.activate():
             self.kernels = compile_kernels([_module_source(m) for m in
@@ -235,11 +237,14 @@ class GPUEngine(Engine):
             self._time = self.system.time = float(state.time)
             self.steps_done = 0
             self._radius_order = None
-            if (self._radius > 0).any():  # hard spheres: radii on the device, loaded order
+            self._has_radius = bool((self._radius > 0).any())
+            if self._has_radius:  # hard spheres: radii on the device, loaded order
                 self.buf._alloc("radius0", 4 * n)
                 self.buf._alloc("radius", 4 * n)
                 self._cuda.memcpy_htod(self.buf.ptr("radius0"), self._radius.astype(np.float32))
             self.boundary.apply()
+            if self._separate:
+                self.collision.start()
             self.integrator.start()
 
     def load_exact(self, exact: ExactState) -> None:
@@ -250,7 +255,11 @@ class GPUEngine(Engine):
         if exact.pos is not None:  # the exact arrays, rounded once to the device's float32
             state = ParticleState(exact.pos, exact.vel, state.mass, state.component,
                                   state.galaxy, state.time, dict(state.meta), state.radius)
-        self.load(state)
+        self._separate = False
+        try:
+            self.load(state)
+        finally:
+            self._separate = True
         self.steps_done = int(exact.steps)
         with self.activate():
             self.integrator.restore(exact.integrator_state(self.params.integrator))
@@ -485,7 +494,7 @@ class GPUEngine(Engine):
 
     def _radius_ptr(self) -> int:
         """Device radii in the current order (gathered after each reorder); 0 without radii."""
-        if not self._n or not (self._radius > 0).any():
+        if not self._n or not self._has_radius:
             return 0
         b, key = self.buf, (self._cur, self._sorts)
         if self._radius_order != key:
