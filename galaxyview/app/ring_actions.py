@@ -38,7 +38,7 @@ class RingActions:
         p.dt.set_value(dt)
         if sheet is None:
             if self.look.spheres:
-                self.set_look(spheres=False, ghosts=False)
+                self.set_look(spheres=False, ghosts=False, sheet_box=None)
             return
         with QSignalBlocker(p.restitution), QSignalBlocker(p.ghosts):
             p.restitution.setCurrentText(sheet.restitution)
@@ -49,10 +49,10 @@ class RingActions:
         p.optical_depth.setEnabled(tau is not None)
         if tau is not None:
             p.optical_depth.set_value(tau)
-        ring = rings.ring_look(self.look)
+        ring = rings.ring_look(self.look, sheet)
         p.colour_map.setCurrentText(ring.colour_map)  # their signals set the look
         p.colour.setCurrentText(ring.colour_mode)
-        self.set_look(spheres=True)
+        self.set_look(spheres=True, sheet_box=ring.sheet_box)
         self.ring_view("top")
 
     def set_sheet(self, **changes) -> None:

@@ -205,7 +205,7 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
         renderer.attach(sim.engine)  # frames the camera on the initial state
         sheet = sim.engine.params.sheet
         if sheet is not None:  # a ring: spheres, seen from above
-            renderer.look = rings.ring_look(renderer.look)
+            renderer.look = rings.ring_look(renderer.look, sheet)
             rings.view(renderer.camera, sheet, "top")
         if options.camera == "follow":
             renderer.camera.follow(follow_target(sim.engine, sim.initial))

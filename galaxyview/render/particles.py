@@ -68,6 +68,8 @@ class ParticleRenderer:
         self._tonemap = gloo.Program(load_shader("tonemap.vert"), load_shader("tonemap.frag"))
         self._tonemap["a_xy"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
         self._boxes = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
+        self._outline = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
+        self._outline_box = None
         for code in range(8):
             rgba = COMPONENT_COLOURS.get(code, COMPONENT_COLOURS[Component.STAR])
             self._points[f"u_component[{code}]"] = rgba
@@ -175,6 +177,19 @@ class ParticleRenderer:
             p["u_offset"] = tuple(float(x) for x in o)
             p["u_dim"] = 1.0 if k == 0 else 0.45  # images fainter than the box itself
             p.draw("points")
+        if self.look.sheet_box is not None:  # the box, a flat outline at z = 0
+            if self._outline_box != self.look.sheet_box:
+                lx, ly = self.look.sheet_box
+                half = np.array([0.5 * lx, 0.5 * ly, 0.0])
+                edges = box_edges(np.array([[0, 0, 0, 2.0]]), [0])
+                edges[:, :3] *= half
+                self._outline["a_edge"] = gloo.VertexBuffer(edges.astype(np.float32))
+                self._outline_box = self.look.sheet_box
+            gloo.set_state(blend=True, depth_test=True,
+                           blend_func=("src_alpha", "one_minus_src_alpha"))
+            self._outline["u_mvp"] = mvp
+            self._outline["u_levels"] = (0.0, 1.0)
+            self._outline.draw("lines")
 
     def draw(self, camera: Camera, size: tuple[int, int]) -> None:
         """Draw into the bound framebuffer (the canvas, or an FBO the caller activated)."""

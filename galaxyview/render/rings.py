@@ -13,11 +13,12 @@ VIEWS = ("top", "edge")
 RING_COLOUR_MODES = ("vz", "z", "speed")
 
 
-def ring_look(look: Look, colour_mode: str | None = None) -> Look:
+def ring_look(look: Look, sheet=None, colour_mode: str | None = None) -> Look:
     """`look` with spheres on, coloured by `colour_mode` (default: vertical velocity, unless
-    the look already colours by a ring mode) on a diverging map."""
+    the look already colours by a ring mode) on a diverging map; `sheet`'s box outlined."""
     mode = colour_mode or (look.colour_mode if look.colour_mode in RING_COLOUR_MODES else "vz")
-    return look.with_(spheres=True, colour_mode=mode,
+    box = None if sheet is None else (sheet.lx, sheet.ly)
+    return look.with_(spheres=True, colour_mode=mode, sheet_box=box,
                       colour_map="coolwarm" if mode in ("vz", "z") else look.colour_map)
 
 
