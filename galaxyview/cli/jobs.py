@@ -50,6 +50,10 @@ def cmd_bench(args) -> int:
 
     if args.hermite:
         return _bench_hermite(args)
+    if args.hierarchical:
+        from galaxyview.cli.bench_hierarchical import bench_hierarchical
+
+        return bench_hierarchical(args)
     if args.compare:
         return _bench_compare(args)
     if args.scene:
@@ -115,6 +119,12 @@ def _bench_rings(args) -> int:
     from galaxyview.bench.rings import bench_rings
     from galaxyview.engines import resolve_backend
 
+    from galaxyview.model.scene import load_scene
+
+    if load_scene(args.scene).model != "ring":
+        raise GalaxyviewError(f"bench --scene {args.scene}: without --hierarchical, --scene "
+                              "times a ring scene (saturn-a-ring, ring-equilibrium); add "
+                              "--hierarchical for individual time steps on other scenes")
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([100_000, 1_000_000, 4_000_000] if kind == "gpu" else [4000])
     say(why)

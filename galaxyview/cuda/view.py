@@ -8,16 +8,17 @@ from typing import Callable, Optional
 @dataclass(frozen=True)
 class DeviceParticles:
     """Device pointers (float4 each) of the particles in the engine's current order: pos4
-    (x, y, z, mass), vel4 (vx, vy, vz, Component code as float), acc4 (ax, ay, az, phi),
-    radius (float, when the engine keeps radii on the device).
+    (x, y, z, mass), vel4 (vx, vy, vz, Component code as float), acc4 (ax, ay, az, phi); ids
+    (uint32: each particle's index in the loaded state; 0 where the engine keeps none); radius
+    (float, when the engine keeps radii on the device).
     Valid until the next force evaluation (its sort moves the particles)."""
 
     pos4: int
     vel4: int
     acc4: int
     n: int
+    ids: int = 0
     radius: int = 0  # float radii (hard spheres) in the same order; 0: none (point masses)
-    ids: int = 0  # unsigned original (loaded) index of each particle; 0: not given
 
 
 @dataclass(frozen=True)

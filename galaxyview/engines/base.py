@@ -176,19 +176,23 @@ class Engine(abc.ABC):
         """Simulation time in N-body units."""
 
     # -- parameters --------------------------------------------------------------------------
-    def set_params(self, theta=None, dt=None, eps=None, eta=None, sheet=None) -> None:
-        """Change theta, dt, eps, eta or the shearing sheet's restitution law or ghost rings
-        (a model.sheet.Sheet whose box and Omega must stay); they take effect on the next
-        step (values checked)."""
+    def set_params(self, theta=None, dt=None, eps=None, eta=None, mac=None,
+                   alpha=None, sheet=None) -> None:
+        """Change theta, dt, eps, eta, the MAC (mac, alpha) or the shearing sheet's
+        restitution law or ghost rings (a model.sheet.Sheet whose box and Omega must stay);
+        they take effect on the next step (values checked); the forces are evaluated again
+        when the force parameters changed."""
         if sheet is not None and (self.params.sheet is None or
                                   (sheet.omega, sheet.lx, sheet.ly) !=
                                   (self.params.sheet.omega, self.params.sheet.lx,
                                    self.params.sheet.ly)):
             raise EngineError("the sheet's Omega and box size are fixed once loaded; rebuild "
                               "the scene to change them")
-        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta, sheet=sheet)
-        forces_changed = (new.theta != self.params.theta or new.eps != self.params.eps or
-                          _ghost_rings(new) != _ghost_rings(self.params))
+        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta, mac=mac, alpha=alpha,
+                                sheet=sheet)
+        forces_changed = (any(getattr(new, k) != getattr(self.params, k)
+                              for k in ("theta", "eps", "mac", "alpha"))
+                          or _ghost_rings(new) != _ghost_rings(self.params))
         self.params = new
         if forces_changed:
             self._on_force_params_changed()

@@ -62,7 +62,8 @@ def pad_index(first: np.ndarray, count: np.ndarray, width: int):
 class _Shared:
     """What every part of one force evaluation reads."""
 
-    def __init__(self, tree: Tree, theta: float, eps: float, quadrupole: bool, offset=None):
+    def __init__(self, tree: Tree, theta: float, eps: float, quadrupole: bool, amac=None,
+                 offset=None):
         self.tree, self.quadrupole = tree, quadrupole
         self.eps2 = np.float32(eps) * np.float32(eps)
         # targets: the particles, or (a ghost box's image of the tree acting on them) the
@@ -72,7 +73,7 @@ class _Shared:
             (tree.pos - np.asarray(offset, np.float64)).astype(np.float32)
         self.pos = [np.ascontiguousarray(self.tpos[:, k]) for k in range(3)]
         self.cells = np.concatenate([tree.com, tree.cell_mass[:, None], tree.quad], 1).T.copy()
-        self.walker = Walker(tree, theta)
+        self.walker = Walker(tree, theta, amac)
         if offset is not None:
             self.walker.box = (self.walker.box - np.tile(offset, 2)).astype(np.float32)
         self.centre = 0.5 * (self.walker.box[:, :3] + self.walker.box[:, 3:])  # pc frame
@@ -166,13 +167,15 @@ class _Part:
 
 
 def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0, quadrupole: bool = True,
-                workers: int | None = None, offset=None):
+                workers: int | None = None, amac=None, offset=None):
     """Accelerations (N, 3) and potentials (N,), float64, in the tree's sorted order, and the
     pp and pc interaction counts. A particle's pair with itself is left out; without
     softening, so are pairs at zero distance. quadrupole=False keeps monopoles only.
-    workers: threads (default threads.workers()). offset (3,): the forces of the tree's
-    image moved by `offset` (a ghost box) instead, the particles' own images included."""
-    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole, offset)
+    workers: threads (default threads.workers()); amac: walk.AccelerationMAC for the
+    relative MAC (default Bonsai's). Only the particles of tree's groups get forces.
+    offset (3,): the forces of the tree's image moved by `offset` (a ghost box) instead, the
+    particles' own images included."""
+    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole, amac, offset)
     workers = threads.workers() if workers is None else max(1, int(workers))
     n_groups = len(tree.group_begin)
     n_parts = 1 if workers == 1 else \
