@@ -339,11 +339,11 @@ class GPUEngine(Engine):
                 finally:
                     self._step_phases = self._step_pp = None
                 t = self.stats.timings_ms
-                t["integrate"] = ev[6].time_since(ev[0]) - sum(
-                    v for k, v in t.items() if k != "integrate")
-                if self.params.collision != "none":  # the collision module times itself
-                    t.update(self.collision.timings_ms)
-                    t["integrate"] -= sum(self.collision.timings_ms.values())
+                forces = sum(t.get(k, 0.0) for k in PHASES if k != "integrate")
+                # the collision module times itself (its search and resolve)
+                collide = self.collision.timings_ms if self.params.collision != "none" else {}
+                t.update(collide)
+                t["integrate"] = ev[6].time_since(ev[0]) - forces - sum(collide.values())
                 self.stats.collisions = self.collision.resolved
                 self._time += advanced
                 self.steps_done += 1
