@@ -29,10 +29,14 @@ class HardSpheres(Collision):
         self._mem: dict = {}
         self._sizes: dict = {}
         self._r_max = None
-        self._host = cuda.pagelocked_zeros(2, np.uint64)
-        self._ev = [cuda.Event() for _ in range(3)]
+        self._host = self._ev = None  # made in the engine's context, at first use
         self.timings_ms = {"collide_search": 0.0, "collide_resolve": 0.0}
         self.pair_count = 0
+
+    def _ready(self) -> None:
+        if self._ev is None:
+            self._host = self._cuda.pagelocked_zeros(2, np.uint64)
+            self._ev = [self._cuda.Event() for _ in range(3)]
 
     def _buf(self, name: str, nbytes: int) -> int:
         nbytes = max(int(nbytes), 16)
@@ -67,6 +71,7 @@ class HardSpheres(Collision):
     def find(self):
         """Touching pairs now, on the device: (pairs pointer, count); also kept for tests."""
         s, cuda = self.system, self._cuda
+        self._ready()
         p = s.particles()
         lx, ly, shift, nx, ny, _, _ = self._geometry(p)
         n, m = p.n, nx * ny
@@ -120,7 +125,9 @@ class HardSpheres(Collision):
             cuda.memcpy_htod(p.pos4, pos4)
 
     def resolve(self) -> None:
-        s, cuda, ev = self.system, self._cuda, self._ev
+        s, cuda = self.system, self._cuda
+        self._ready()
+        ev = self._ev
         ev[0].record()
         pairs, n_p = self.find()
         ev[1].record()
