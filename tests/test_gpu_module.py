@@ -25,7 +25,7 @@ EXPECTED = {
     "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "kick": "PPif",
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
     "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP", "cell_density": "iPiPPPPP",
-    "gather_by_id": "PPiP",
+    "gather_by_id": "PPiP", "direct_potential_energy": "PifP",
 }
 HERMITE = {
     "herm_init": "PPiPPPP", "herm_predict": "iPdPPPPPPPPPPP", "herm_forces": "PPiPPPfP",
