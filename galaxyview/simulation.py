@@ -236,6 +236,8 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
             return _playback(snap, overrides, why)
         name = scene.name if scene else str(state.meta.get("scene") or Path(source).stem)
         base = scene.params if scene else params_of(snap)
+        if state.meta.get("sheet") is not None and base.sheet is None:
+            base = base.with_(sheet=state.meta["sheet"])  # a ring model's box follows its N
         units = scene.units if scene else snap.units
         params = base.with_(**overrides)
         _check_modules(params, module_kind(kind), scene, overrides)

@@ -142,6 +142,8 @@ struct WalkArgs {
     const int* idx;    // walk_ext: the group's particles are idx[gb..gb+gc) (null: gb..gb+gc)
     const float* ml2;  // walk_ext: M l^2 a cell for the relative MAC (null: Bonsai's MAC)
     float alpha;
+    float sx, sy, sz;  // walk_ext, image walks (ghost boxes): the targets moved by -(sx, sy, sz)
+    int image;  // walk_ext: 1: an image's forces added to acc (no self pair), 0: acc written
 };
 
 // EXT: the walk_ext features (particles through A.idx, the relative MAC), compiled out of walk.
@@ -153,14 +155,16 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
     float x[NI], y[NI], z[NI], m[NI], ax[NI], ay[NI], az[NI], pot[NI];
     int si[NI];  // the particles' places in the sorted order
     const int s0 = EXT && A.idx ? A.idx[gb] : gb;
-    const float4 p0 = A.pos[s0];
+    float4 p0 = A.pos[s0];
+    if (EXT) { p0.x -= A.sx; p0.y -= A.sy; p0.z -= A.sz; }
     float mn[3] = {p0.x, p0.y, p0.z}, mx[3] = {p0.x, p0.y, p0.z};
     float amin = INFINITY;  // the relative MAC: the group's smallest last |a|
 #pragma unroll
     for (int k = 0; k < NI; k++) {
         const int i = lane + 32 * k;
         si[k] = i < gc ? (EXT && A.idx ? A.idx[gb + i] : gb + i) : s0;
-        const float4 p = A.pos[EXT ? si[k] : (i < gc ? gb + i : gb)];
+        float4 p = A.pos[EXT ? si[k] : (i < gc ? gb + i : gb)];
+        if (EXT) { p.x -= A.sx; p.y -= A.sy; p.z -= A.sz; }
         x[k] = p.x; y[k] = p.y; z[k] = p.z; m[k] = p.w;
         ax[k] = ay[k] = az[k] = pot[k] = 0.f;
         mn[0] = fminf(mn[0], p.x); mn[1] = fminf(mn[1], p.y); mn[2] = fminf(mn[2], p.z);
@@ -288,8 +292,14 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
         const int i = lane + 32 * k;
         if (i < gc) {
             const bool own = EXT && A.idx ? (mine >> k) & 1u : (self >> i) & 1ull;
-            if (own && A.eps2 > 0.f) pot[k] += m[k] * rsqrtf(A.eps2);  // self pair
-            A.acc[EXT ? si[k] : gb + i] = make_float4(A.G * ax[k], A.G * ay[k], A.G * az[k], A.G * pot[k]);
+            if (own && A.eps2 > 0.f && !(EXT && A.image))
+                pot[k] += m[k] * rsqrtf(A.eps2);  // self pair
+            float4 out = make_float4(A.G * ax[k], A.G * ay[k], A.G * az[k], A.G * pot[k]);
+            if (EXT && A.image) {  // an image walk adds to the box's own forces
+                const float4 a0 = A.acc[si[k]];
+                out.x += a0.x; out.y += a0.y; out.z += a0.z; out.w += a0.w;
+            }
+            A.acc[EXT ? si[k] : gb + i] = out;
         }
     }
 }
@@ -336,20 +346,21 @@ walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
      unsigned long long* status, float eps2, float G, int pp_leaf)
 {
     const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
-                     nullptr, nullptr, 0.f};
+                     nullptr, nullptr, 0.f, 0.f, 0.f, 0.f, 0};
     walk_groups<false>(A, group_begin, group_count, stacks);
 }
 
-// idx: the groups' particles through the active list (or null); ml2: the relative MAC (or null).
+// idx: the groups' particles through the active list (or null); ml2: the relative MAC (or null);
+// (sx, sy, sz), image: a ghost box's walk (the shearing sheet), see WalkArgs.
 extern "C" __global__ void __launch_bounds__(WALK_THREADS, WALK_MIN_BLOCKS)
 walk_ext(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
          const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
          const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
          const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
          unsigned long long* status, float eps2, float G, int pp_leaf, const int* idx,
-         const float* ml2, float alpha)
+         const float* ml2, float alpha, float sx, float sy, float sz, int image)
 {
     const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
-                     idx, ml2, alpha};
+                     idx, ml2, alpha, sx, sy, sz, image};
     walk_groups<true>(A, group_begin, group_count, stacks);
 }

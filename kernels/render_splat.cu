@@ -1,7 +1,7 @@
 // Particle light splatted by CUDA straight into a mapped GL pixel buffer (the GPU engine's
 // draw path): the same gaussian sprites as shaders/particles.{vert,frag}, summed with atomics
 // instead of GL blending, which serialises on the dense cores of galaxies. The particles are
-// read from the mapped GL vertex buffer (5 floats each: x, y, z, component, value), which
+// read from the mapped GL vertex buffer (6 floats each: x, y, z, component, value, radius), which
 // kernels/render_pack.cu filled, so drawing never touches the engine's arrays.
 //
 // P (floats, render/splat.py): [0, 16) model-view-projection, row major, for column vectors;
@@ -35,7 +35,7 @@ extern "C" __global__ void splat(const float *__restrict__ verts, int n,
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
-    const float *q = verts + 5 * (size_t)i;
+    const float *q = verts + 6 * (size_t)i;  // render/particles.py VERTEX_DTYPE
     float3 p = make_float3(q[0], q[1], q[2]);
     float cx = P[0] * p.x + P[1] * p.y + P[2] * p.z + P[3];
     float cy = P[4] * p.x + P[5] * p.y + P[6] * p.z + P[7];

@@ -72,7 +72,7 @@ def test_colour_maps_come_from_vispy_and_modes_are_coded():
         assert lut.shape == (256, 3) and lut.dtype == np.float32
         ends = np.asarray(get_colormap(name).map(np.array([[0.0], [1.0]])))[:, :3]
         assert np.allclose(lut[[0, -1]], ends, atol=1e-6)
-    assert [mode_code(m) for m in COLOUR_MODES] == [0, 1, 2, 2, 2, 2, 2]
+    assert [mode_code(m) for m in COLOUR_MODES] == [0, 1, 2, 2, 2, 2, 2, 2, 2]
     with pytest.raises(ParameterError, match="colour_map"):
         Look(colour_map="rainbow")
     with pytest.raises(ParameterError, match="value_range"):

@@ -19,11 +19,13 @@ EXPECTED = {
     "bbox_partial": "PiPP", "bbox_final": "PiP", "make_keys": "PiPPP", "radix_hist": "PiiPi",
     "scan_excl": "PPiPPI", "radix_scatter": "PPPPiiPPi", "reorder": "PiPPPPPP",
     "tree_init": "iPPPPP", "build_level": "iiiPPPPPPPPPPPI", "make_groups": "iiiiPPPPPPPI",
-    "multipoles_level": "idPPPPPPPPPPPPPP", "walk": "PPPPPPPPPPffi", "direct_forces": "PiffP",
+    "multipoles_level": "idPPPPPPPPPPPPPPiPP", "walk": "PPPPPPPPPPffi",
+    "walk_ext": "PPPPPPPPPPffiPPffffi", "compact_active": "iPPiPPPPPI", "reorder_acc": "PiPP",
+    "direct_forces": "PiffP",
     "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "kick": "PPif",
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
     "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP", "cell_density": "iPiPPPPP",
-    "gather_by_id": "PPiP",
+    "gather_by_id": "PPiP", "direct_potential_energy": "PifP",
 }
 HERMITE = {
     "herm_init": "PPiPPPP", "herm_predict": "iPdPPPPPPPPPPP", "herm_forces": "PPiPPPfP",
@@ -36,7 +38,7 @@ def test_launch_formats_are_read_off_the_kernel_sources():
     assert kernel_formats(module.source_text(LEAPFROG)) == EXPECTED
     assert kernel_formats(read_kernel("integrator_hermite.cu")) == HERMITE
     render = kernel_formats((kernels_dir() / "render_pack.cu").read_text())
-    assert render == {"pack_vertices": "PPPPPiQi"}  # pos4 vel4 acc4 vals out n stride value
+    assert render == {"pack_vertices": "PPPPPPiQi"}  # pos4 vel4 acc4 vals radius out n stride value
     assert kernel_formats((kernels_dir() / "render_splat.cu").read_text()) == {"splat": "PiPPii"}
 
 

@@ -84,8 +84,11 @@ def test_host_vertices_and_box_edges():
     pos = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
     vel = np.array([[3, 4, 0], [0, 0, 0]], np.float32)
     v = host_vertices(pos, vel, np.array([0, 3], np.uint8))
-    assert v.dtype.itemsize == 20  # the 5 floats kernels/render_pack.cu writes
+    assert v.dtype.itemsize == 24  # the 6 floats kernels/render_pack.cu writes
     assert np.array_equal(v["a_position"], pos) and list(v["a_value"]) == [5.0, 0.0]
+    assert list(v["a_radius"]) == [0.0, 0.0]
+    v = host_vertices(pos, vel, np.array([0, 3], np.uint8), radius=np.array([1.5, 2.0]))
+    assert list(v["a_radius"]) == [1.5, 2.0]
     edges = box_edges(np.array([[0, 0, 0, 2.0]]), [3])
     assert edges.shape == (24, 4) and set(np.unique(edges[:, :3])) == {-1.0, 1.0}
     seg = edges[:, :3].reshape(12, 2, 3)

@@ -58,6 +58,13 @@ class NumberControl(QWidget):
     def value(self) -> float:
         return self.spin.value()
 
+    def set_range(self, lo: float, hi: float) -> None:
+        """New ends (a scene in other units); the value shown is kept within them."""
+        self.lo, self.hi = lo, hi
+        with QSignalBlocker(self.spin):
+            self.spin.setRange(0.0 if self.zero_at_min else lo, hi)
+        self.set_value(min(max(self.value(), lo), hi))
+
     def set_value(self, value: float) -> None:
         """Show `value` without committing it."""
         with QSignalBlocker(self.spin), QSignalBlocker(self.slider):

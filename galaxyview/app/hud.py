@@ -27,6 +27,7 @@ class HudInfo:
     accuracy: object = None  # the live force check (jobs.accuracy.LiveAccuracy)
     playing: bool = False
     recording: bool = False
+    ring: str = ""  # ring_line() of a ring scene
 
 
 def modules_line(modules: dict) -> str:
@@ -50,6 +51,15 @@ def blocks_line(ts) -> str:
     return line
 
 
+def ring_line(stats, collisions: int) -> str:
+    """'τ 0.50 · FF 0.07 · σ 0.42 0.23 0.27 mm/s · 85 collisions/step · 3.21 orbits'."""
+    if stats is None:
+        return ""
+    sig = " ".join(f"{1e3 * s:.3g}" for s in stats.dispersion)
+    return (f"τ {stats.optical_depth:.3g} · FF {stats.filling_factor:.3g} · σ {sig} mm/s · "
+            f"{collisions:,} collisions/step · {stats.orbits:.2f} orbits")
+
+
 def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
     """The HUD's numbers for `session` (None: rates only) drawn on `canvas`."""
     if session is None:
@@ -63,7 +73,8 @@ def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
         engine=engine.device_name, why=session.sim.why, path=session.source.path,
         notice=session.source.notice or "", accuracy=session.accuracy,
         modules=modules_line(engine.modules),
-        blocks=blocks_line(f.time_steps) if f else "", playing=playing, recording=recording)
+        blocks=blocks_line(f.time_steps) if f else "", playing=playing, recording=recording,
+        ring=ring_line(session.ring, f.collisions if f else 0))
 
 
 def hud_text(info: HudInfo) -> str:
@@ -84,7 +95,7 @@ def hud_text(info: HudInfo) -> str:
     if a is not None:
         lines.append(f"force error p50 {a.p50:.1e}  p99 {a.p99:.1e}  ({a.sample:,} sampled, "
                      f"{a.ms:.1f} ms)")
-    return "\n".join(lines + [x for x in (info.modules, info.blocks, info.notice) if x])
+    return "\n".join(lines + [x for x in (info.ring, info.modules, info.blocks, info.notice) if x])
 
 
 class Hud(QLabel):

@@ -8,6 +8,7 @@ from PyQt6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBox
 from galaxyview.app.controls import NumberControl
 from galaxyview.app.keyframes import KeyframeBox
 from galaxyview.model.params import THETA_MAX
+from galaxyview.model.sheet import RESTITUTION_LAWS
 from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, MAX_TREE_LEVEL, TONE_MAPS, Look
 
 N_MAX = 2**28
@@ -56,8 +57,8 @@ class ControlPanel(QWidget):
         self.theta.setToolTip("Opening angle: smaller is more accurate and slower")
         form.addRow("θ", self.theta)
         self.dt = NumberControl(1e-5, 0.5, 1 / 64, decimals=6, log=True)
-        self.dt.setToolTip("Time step (N-body units): the shared step, or the largest one "
-                           "(dt_max) with individual time steps")
+        self.dt.setToolTip("Time step (N-body units; seconds for ring scenes): the shared "
+                           "step, or the largest one (dt_max) with individual time steps")
         form.addRow("dt", self.dt)
         self.eta = NumberControl(1e-3, 1.0, 0.02, decimals=4, log=True)
         self.eta.setToolTip("Accuracy of individual time steps (leapfrog-hier, Hermite): "
@@ -71,6 +72,28 @@ class ControlPanel(QWidget):
         self.accuracy.setToolTip("Tree force error against direct summation on a random "
                                  "sample, live in the HUD (a few times a second at most)")
         form.addRow(self.accuracy)
+
+        form = self.ring_form = _group("Ring (shearing sheet)", layout)
+        self.restitution = QComboBox()
+        self.restitution.addItems(RESTITUTION_LAWS)
+        self.restitution.setToolTip("Normal coefficient of restitution: constant ε_n, or "
+                                    "Bridges et al. (1984): (v_n / v_c)^-0.234, at most 1")
+        form.addRow("Restitution", self.restitution)
+        self.eps_n = NumberControl(0.0, 1.0, 0.5, decimals=2)
+        self.eps_n.setToolTip("The constant coefficient of restitution")
+        form.addRow("ε_n", self.eps_n)
+        self.optical_depth = NumberControl(0.05, 2.0, 0.5, decimals=2)
+        self.optical_depth.setToolTip("Optical depth: the scene is built again with it")
+        form.addRow("Optical depth", self.optical_depth)
+        row = QHBoxLayout()
+        self.view_top, self.view_edge = QPushButton("Top"), QPushButton("Edge-on")
+        self.ghosts = QCheckBox("Ghost boxes")
+        self.ghosts.setToolTip("Draw the 8 neighbouring images of the box too")
+        row.addWidget(self.view_top)
+        row.addWidget(self.view_edge)
+        row.addWidget(self.ghosts)
+        form.addRow(row)
+        form.parentWidget().setVisible(False)  # shown for ring scenes
 
         form = _group("Run", layout)
         row = QHBoxLayout()

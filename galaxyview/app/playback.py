@@ -64,6 +64,7 @@ class PlaybackActions:
 
     def _before_draw(self) -> None:
         """In the GL context before each paint."""
+        self._ring_before_draw()
         if self.session is not None and self.session.sync(self.look):
             self.step_frames += 1
         if self.show_controller is not None:

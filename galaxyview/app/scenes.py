@@ -12,6 +12,7 @@ from PyQt6.QtWidgets import QFileDialog
 from galaxyview.app.hud import modules_line
 from galaxyview.app.session import Session
 from galaxyview.errors import GalaxyviewError
+from galaxyview.model.scene import Scene
 
 OPEN_FILTER = ("Scenes, snapshots and archives (*.toml *.h5 *.hdf5 *.tipsy *.std *.bin *.dat);;"
                "All files (*)")
@@ -54,8 +55,8 @@ class SceneActions:
 
         o = self.options
         try:
-            sim = open_simulation(str(source), o.backend, n, o.theta, o.dt, o.eps, o.gravity,
-                                  **o.engine)
+            sim = open_simulation(source if isinstance(source, Scene) else str(source),
+                                  o.backend, n, o.theta, o.dt, o.eps, o.gravity, **o.engine)
         except MemoryError:
             raise GalaxyviewError(f"{source}: not enough memory for this many particles; "
                                   "choose a smaller particle count") from None
@@ -66,7 +67,8 @@ class SceneActions:
         self.session = s = Session(sim, self.canvas, self.panel.accuracy.isChecked())
         s.changed.connect(lambda frame, s=s: self._on_frame(s, frame))
         s.failed.connect(lambda msg, s=s: self._on_failed(s, msg))
-        self.source_name = str(source)
+        if not isinstance(source, Scene):  # a changed scene (ring_actions) keeps the name
+            self.source_name = str(source)
         self.scrub.attach(s)
         self.canvas.renderer.ranges.clear()  # colour map ranges come from the new scene
         s.worker.colour_mode = self.look.colour_mode
@@ -76,6 +78,7 @@ class SceneActions:
         self.plot.clear()
         self.panel.steps_per_frame.setValue(o.steps_per_frame or self._paced_steps(sim))
         self._show_sim()
+        self._show_ring()
 
     @staticmethod
     def _paced_steps(sim) -> int:

@@ -37,6 +37,7 @@ class Session(QObject):
         self.frame = None  # newest state, not drawn yet
         self.shown_time = float(sim.initial.time)  # simulation time of the state drawn
         self.last = None  # newest state reported
+        self.ring = None  # the newest ring diagnostics (ring scenes)
         self.e0 = None
         self.energy_error = None
         self.accuracy = None  # the last live force check (jobs.accuracy.LiveAccuracy)
@@ -75,6 +76,8 @@ class Session(QObject):
         if frame.kind == "steps":
             self.worker.pending_steps -= 1
         self.last = frame
+        if frame.ring is not None:
+            self.ring = frame.ring
         if frame.kind not in ("params", "timeline"):
             self.frame = frame
         if frame.energy is not None:

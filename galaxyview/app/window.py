@@ -19,6 +19,7 @@ from galaxyview.app.look_actions import LookActions
 from galaxyview.app.panel import ControlPanel
 from galaxyview.app.playback import FRAME_MS, PlaybackActions
 from galaxyview.app.recording import RecordingActions, movie_available, save_png
+from galaxyview.app.ring_actions import RingActions
 from galaxyview.app.scenes import SceneActions, ViewOptions
 from galaxyview.app.scrub import ScrubBar
 from galaxyview.app.session import Session, wait_for_workers
@@ -32,7 +33,7 @@ __all__ = ["MainWindow", "ViewOptions", "save_png", "wait_for_workers"]
 
 
 class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, KeyframeActions,
-                 QMainWindow):
+                 RingActions, QMainWindow):
     def __init__(self, options: ViewOptions | None = None, settings=None):
         """settings: a QSettings to restore from and save to on close (None: neither)."""
         super().__init__()
@@ -63,6 +64,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self._layout()
         self._connect()
         self._connect_keyframes()
+        self._connect_ring()
         build_menus(self)
         if settings is not None:
             stored.restore(self, settings)

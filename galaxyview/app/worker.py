@@ -20,6 +20,7 @@ from PyQt6.QtCore import QThread, pyqtSignal
 from galaxyview.engines.timeline import Timeline
 from galaxyview.errors import GalaxyviewError
 from galaxyview.jobs.accuracy import live_force_errors
+from galaxyview.model.ring_stats import ring_stats
 from galaxyview.render.sources import engine_vertices
 
 ENERGY_INTERVAL_S = 0.25  # energies (a full potential evaluation) at most this often
@@ -40,6 +41,8 @@ class Frame:
     accuracy: object = None  # a jobs.accuracy.LiveAccuracy, when checked after this command
     timeline: tuple = ((), None, "")  # kept states' times, the one rewound to, a summary
     time_steps: object = None  # engines.base.TimeSteps of an integrator with block steps
+    ring: object = None  # model.ring_stats.RingStats of a ring scene, measured with the energy
+    collisions: int = 0  # pairs the collision module resolved in the last step
 
 
 class StepWorker(QThread):
@@ -137,10 +140,13 @@ class StepWorker(QThread):
             self.timeline.configure(*arg)
         if kind in ("steps", "reset", "measure"):
             self.timeline.keep(engine)
-        energy = None
+        energy = ring = None
         now = time.perf_counter()
         if kind != "steps" or now - self._last_energy_time >= ENERGY_INTERVAL_S:
             energy = float(engine.energies().total)
+            if engine.params.sheet is not None:
+                s = engine.state()
+                ring = ring_stats(s.pos, s.vel, s.mass, s.radius, engine.params.sheet, s.time)
             self._last_energy_time = time.perf_counter()
         vertices, mode = None, self.colour_mode
         if self.host_path and kind not in ("params", "timeline"):
@@ -149,7 +155,7 @@ class StepWorker(QThread):
         return Frame(engine.steps_done, engine.time, step_ms, energy, vertices, engine.params,
                      kind, mode, self._check_accuracy(kind),
                      (tuple(cp.time for cp in t.entries), t.position, t.describe()),
-                     engine.time_steps())
+                     engine.time_steps(), ring, engine.stats.collisions)
 
     def _check_accuracy(self, kind):
         """The live force check: after theta or eps moved, else when its time has come."""

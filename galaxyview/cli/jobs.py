@@ -56,6 +56,8 @@ def cmd_bench(args) -> int:
         return bench_hierarchical(args)
     if args.compare:
         return _bench_compare(args)
+    if args.scene:
+        return _bench_rings(args)
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
     thetas = args.theta or [0.4, 0.75]
@@ -110,6 +112,43 @@ def _bench_hermite(args) -> int:
     print(f"Plummer N={run.n}, eps {run.eps:g}, eta {run.eta:g}: t = {run.time_units:g} in "
           f"{run.wall_s:.2f} s, |dE/E| {run.rel_energy_error:.2e}, {run.block_steps} block "
           f"steps (mean active fraction {run.active_fraction:.4f}), {run.levels} levels at the end")
+    return 0
+
+
+def _bench_rings(args) -> int:
+    from galaxyview.bench.rings import bench_rings
+    from galaxyview.engines import resolve_backend
+
+    from galaxyview.model.scene import load_scene
+
+    if load_scene(args.scene).model != "ring":
+        raise GalaxyviewError(f"bench --scene {args.scene}: without --hierarchical, --scene "
+                              "times a ring scene (saturn-a-ring, ring-equilibrium); add "
+                              "--hierarchical for individual time steps on other scenes")
+    kind, why = resolve_backend(args.backend, args.device)
+    ns = args.n or ([100_000, 1_000_000, 4_000_000] if kind == "gpu" else [4000])
+    say(why)
+    with progress_bar(len(ns), f"bench {args.scene}", unit="N") as update:
+        rows, device = bench_rings(args.scene, ns, kind, args.steps, args.warmup,
+                                   args.rebound_steps, args.rebound_max, args.device, update)
+    if args.json:
+        print_json({"scene": args.scene, "backend": kind, "device": device,
+                    "steps": args.steps, "rows": [r.as_dict() for r in rows]})
+        return 0
+    print(f"{args.scene} on {device}: ms a step (medians of {args.steps} steps after "
+          f"{args.warmup} warm-up); REBOUND on this machine's CPU")
+    print(f"{'N':>9} {'gravity':>9} {'search':>8} {'resolve':>8} {'integ':>7} {'step':>9} "
+          f"{'coll/step':>9} {'REBOUND':>10} {'speed-up':>8}")
+    for r in rows:
+        ph = r.phases_ms
+        reb = f"{r.rebound_ms:10.1f}" if r.rebound_ms else f"{'-':>10}"
+        up = f"{r.speedup:7.3g}x" if r.speedup else f"{'-':>8}"
+        print(f"{r.n:9d} {ph['gravity']:9.2f} {ph['collide_search']:8.2f} "
+              f"{ph['collide_resolve']:8.2f} {ph['integrate']:7.2f} {r.step_ms:9.2f} "
+              f"{r.collisions_per_step:9.0f} {reb} {up}")
+    notes = sorted({r.rebound_note for r in rows if r.rebound_note})
+    for note in notes:
+        print(f"  {note}")
     return 0
 
 

@@ -74,8 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "Bonsai's MAC (--theta) against the acceleration MAC (--alpha) at "
                         "equal median force error; 'equilibrium' checks a Plummer sphere's "
                         "Lagrangian radii over --until")
-    p.add_argument("--scene", default=None, help="--hierarchical: scene (mw-andromeda; "
-                                                 "'plummer' for a Plummer sphere)")
+    p.add_argument("--scene", default=None,
+                   help="--hierarchical: scene (mw-andromeda; 'plummer' for a Plummer "
+                        "sphere). Alone: a ring scene (saturn-a-ring, ring-equilibrium): its "
+                        "step by phase (gravity with ghost boxes, collision search and "
+                        "resolve, integrate) at each --n (default on the GPU 100k 1M 4M), and "
+                        "REBOUND's step on the same patch on this machine's CPU")
+    p.add_argument("--rebound-steps", type=int, default=3,
+                   help="--scene (a ring): REBOUND steps timed (3; 0: REBOUND not timed)")
+    p.add_argument("--rebound-max", type=common.count_type, default=1 << 20,
+                   help="--scene (a ring): the largest N REBOUND is timed at (1048576)")
     p.add_argument("--until", type=common.positive_number, default=None,
                    help="--hierarchical: N-body time to advance (default: 1 Gyr in the "
                         "scene's units; 10 crossing times for equilibrium)")

@@ -181,6 +181,14 @@ def _report(result) -> None:
             lag = ", ".join(f"{100 * float(f):g}% {r:.4g}" for f, r in c["lagrangian_radii"].items())
             print(f"  cluster at the {when:5s}   core radius {c['core_radius']:.4g}; Lagrangian "
                   f"radii {lag}")
+    for when, r in (("start", result.ring_start), ("end", result.ring_end)):
+        if r:
+            sig = ", ".join(f"{1e3 * v:.3g}" for v in r["dispersion"])
+            hits = (f", {r['collisions_per_step']} collisions in the last step"
+                    if "collisions_per_step" in r else "")
+            print(f"  ring at the {when:5s}      {r['orbits']:.2f} orbits: optical depth "
+                  f"{r['optical_depth']:.3g}, filling factor {r['filling_factor']:.3g}, "
+                  f"sigma (x, y, z) {sig} mm/s, thickness {r['thickness']:.3g} m{hits}")
     if result.time_steps:
         ts = result.time_steps
         print(f"  block time steps       {ts['levels']} levels, {ts['block_steps']} blocks in the "

@@ -9,7 +9,8 @@ from typing import Callable, Optional
 class DeviceParticles:
     """Device pointers (float4 each) of the particles in the engine's current order: pos4
     (x, y, z, mass), vel4 (vx, vy, vz, Component code as float), acc4 (ax, ay, az, phi); ids
-    (uint32: each particle's index in the loaded state; 0 where the engine keeps none).
+    (uint32: each particle's index in the loaded state; 0 where the engine keeps none); radius
+    (float, when the engine keeps radii on the device).
     Valid until the next force evaluation (its sort moves the particles)."""
 
     pos4: int
@@ -17,6 +18,7 @@ class DeviceParticles:
     acc4: int
     n: int
     ids: int = 0
+    radius: int = 0  # float radii (hard spheres) in the same order; 0: none (point masses)
 
 
 @dataclass(frozen=True)

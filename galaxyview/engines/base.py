@@ -27,13 +27,15 @@ class StepStats:
 
     timings_ms: phase name (PHASES) -> milliseconds of the last step (CUDA events on the GPU,
     perf_counter on the CPU); pp / pc: particle-particle and particle-cell interactions of the
-    last force evaluation in total (0 for direct summation's pc).
+    last force evaluation in total (0 for direct summation's pc); collisions: pairs the
+    collision module resolved in the last step (its time is timings_ms["collide"]).
     """
 
     timings_ms: dict = field(default_factory=dict)
     pp: int = 0
     pc: int = 0
     n: int = 0
+    collisions: int = 0
 
     @property
     def pp_per_particle(self) -> float:
@@ -175,13 +177,22 @@ class Engine(abc.ABC):
 
     # -- parameters --------------------------------------------------------------------------
     def set_params(self, theta=None, dt=None, eps=None, eta=None, mac=None,
-                   alpha=None) -> None:
-        """Change theta, dt, eps, eta or the MAC (mac, alpha); they take effect on the next
-        step (values checked); the forces are evaluated again when the force parameters
-        changed."""
-        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta, mac=mac, alpha=alpha)
-        forces_changed = any(getattr(new, k) != getattr(self.params, k)
-                             for k in ("theta", "eps", "mac", "alpha"))
+                   alpha=None, sheet=None) -> None:
+        """Change theta, dt, eps, eta, the MAC (mac, alpha) or the shearing sheet's
+        restitution law or ghost rings (a model.sheet.Sheet whose box and Omega must stay);
+        they take effect on the next step (values checked); the forces are evaluated again
+        when the force parameters changed."""
+        if sheet is not None and (self.params.sheet is None or
+                                  (sheet.omega, sheet.lx, sheet.ly) !=
+                                  (self.params.sheet.omega, self.params.sheet.lx,
+                                   self.params.sheet.ly)):
+            raise EngineError("the sheet's Omega and box size are fixed once loaded; rebuild "
+                              "the scene to change them")
+        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta, mac=mac, alpha=alpha,
+                                sheet=sheet)
+        forces_changed = (any(getattr(new, k) != getattr(self.params, k)
+                              for k in ("theta", "eps", "mac", "alpha"))
+                          or _ghost_rings(new) != _ghost_rings(self.params))
         self.params = new
         if forces_changed:
             self._on_force_params_changed()
@@ -311,3 +322,8 @@ class Engine(abc.ABC):
 
     def close(self) -> None:
         """Free resources (device memory); the engine is unusable afterwards."""
+
+
+def _ghost_rings(params: Params) -> int:
+    """The rings of ghost boxes the gravity sums over (0 without a shearing sheet)."""
+    return params.sheet.ghosts if params.sheet is not None else 0

@@ -4,7 +4,7 @@ integrators, boundaries and collisions.
 An engine builds its modules from `params.integrator`, `params.boundary` and `params.collision`
 and calls them at fixed points of a step:
 
-    load:  boundary.apply(); integrator.start()
+    load:  boundary.apply(); collision.start(); integrator.start()
     step:  integrator.step(dt) (asks the engine for forces); boundary.apply(); collision.resolve()
     theta or eps changed: integrator.forces_changed()
 
@@ -93,8 +93,20 @@ class Boundary(Module):
     def apply(self) -> None:
         """After each step and at load: bring particles back into the domain."""
 
+    def ghosts(self, rings: int | None = None):
+        """Position and velocity offsets (K, 3) of the domain's periodic images at the
+        system's time (gravity sums over them; collisions look across them); None: open."""
+        return None
+
 
 class Collision(Module):
+    resolved = 0  # pairs resolved by the last resolve()
+    timings_ms: dict = {}  # GPU: milliseconds of the last resolve() by part (CUDA events)
+
+    def start(self) -> None:
+        """After a load (not an exact restart), before the integrator's start: prepare the
+        state (hard spheres: separate overlapping ones)."""
+
     def resolve(self) -> None:
         """After the boundary each step: find and resolve the step's collisions."""
 
@@ -146,8 +158,15 @@ INTEGRATORS.add("hermite4-shared", cpu="galaxyview.engines.integrators.hermite_c
 INTEGRATORS.add("leapfrog-hier",
                 cpu="galaxyview.engines.integrators.leapfrog_hier_cpu:HierarchicalLeapfrog",
                 gpu="galaxyview.engines.integrators.leapfrog_hier_gpu:HierarchicalLeapfrog")
+INTEGRATORS.add("sei", cpu="galaxyview.engines.integrators.sei_cpu:SEI",
+                gpu="galaxyview.engines.integrators.sei_gpu:SEI")
 BOUNDARIES.add("open", cpu=Boundary, gpu=Boundary)  # nothing to do: space is open
+BOUNDARIES.add("shear-periodic", cpu="galaxyview.engines.boundaries.shear_cpu:ShearPeriodic",
+               gpu="galaxyview.engines.boundaries.shear_gpu:ShearPeriodic")
 COLLISIONS.add("none", cpu=Collision, gpu=Collision)  # point masses pass through each other
+COLLISIONS.add("hard-spheres",
+               cpu="galaxyview.engines.collisions.hard_spheres_cpu:HardSpheres",
+               gpu="galaxyview.engines.collisions.hard_spheres_gpu:HardSpheres")
 
 REGISTRIES = {"integrator": INTEGRATORS, "boundary": BOUNDARIES, "collision": COLLISIONS}
 

@@ -65,7 +65,7 @@ class PlaybackEngine(Engine):
         return self._need().state.time
 
     def set_params(self, theta=None, dt=None, eps=None, eta=None, mac=None,
-                   alpha=None) -> None:
+                   alpha=None, sheet=None) -> None:
         raise EngineError("a stored run plays back as it was computed; its parameters are "
                           "fixed (open a single snapshot to simulate with others)")
 

@@ -16,8 +16,13 @@ from galaxyview.errors import EngineError
 
 
 class System(abc.ABC):
+    """`time`: the simulation time of the positions (an integrator that drifts in parts moves
+    it within its step; the engine sets it after each step): boundaries with moving images
+    (the shearing sheet) read it."""
+
     kind = "?"  # "cpu" or "gpu"
     provides_jerk = False  # the gravity module gives da/dt with the accelerations
+    time: float = 0.0
 
     @property
     @abc.abstractmethod

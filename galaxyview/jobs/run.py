@@ -10,6 +10,7 @@ from galaxyview.engines.base import Engine
 from galaxyview.errors import GalaxyviewError
 from galaxyview.jobs.checkpoint import Checkpoints, Interrupt
 from galaxyview.model import cluster, diagnostics
+from galaxyview.model.ring_stats import ring_stats
 from galaxyview.model.state import Component
 
 
@@ -44,6 +45,8 @@ class RunResult:
     cluster_start: dict | None = None  # star clusters: density centre, core and Lagrangian radii
     cluster_end: dict | None = None
     time_steps: dict | None = None  # block time steps of the last step (Hermite)
+    ring_start: dict | None = None  # shearing-sheet rings: optical depth, dispersion, ...
+    ring_end: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -116,7 +119,13 @@ def run(engine: Engine, name: str, steps: int, progress=None, time_unit_myr=None
                                         "angular_momentum_drift"), f"no valid end state: {exc}")
         return result
     p1, l1, _, _ = _momenta(end)
-    if is_cluster(start):
+    sheet = engine.params.sheet
+    if sheet is not None:
+        result.ring_start, result.ring_end = (
+            asdict(ring_stats(st.pos, st.vel, st.mass, st.radius, sheet, st.time))
+            for st in (start, end))
+        result.ring_end["collisions_per_step"] = engine.stats.collisions
+    elif is_cluster(start):
         result.cluster_start = cluster.structure(start.pos, start.mass).as_dict()
         result.cluster_end = cluster.structure(end.pos, end.mass).as_dict()
     ts = engine.time_steps()

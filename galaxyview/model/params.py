@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, replace
 
 from galaxyview.errors import ParameterError
+from galaxyview.model.sheet import Sheet
 
 THETA_MAX = 1.5
 F32_MAX = 3.4028234663852886e38  # the largest float32: particle data and GPU arithmetic
@@ -37,6 +38,8 @@ class Params:
     alpha: tolerance of the acceleration MAC, 0 < alpha <= 1 (smaller is more accurate)
     integrator, boundary, collision: the physics modules by name (engines.modules lists them;
     the engine checks the names when it is created)
+    sheet: the shearing sheet of the ring modules (model/sheet.py: Omega, box, ghost rings,
+      restitution law); None elsewhere
     """
 
     theta: float = 0.75
@@ -52,6 +55,7 @@ class Params:
     integrator: str = "leapfrog"
     boundary: str = "open"
     collision: str = "none"
+    sheet: "Sheet | None" = None
 
     def __post_init__(self):
         for name, check in (("theta", check_theta), ("dt", check_dt), ("eps", check_eps),
@@ -73,6 +77,13 @@ class Params:
         object.__setattr__(self, "alpha", check_alpha(self.alpha))
         for kind in MODULE_KINDS:
             check_module_name(kind, getattr(self, kind))
+        if isinstance(self.sheet, dict):  # as archives store it
+            try:
+                object.__setattr__(self, "sheet", Sheet(**self.sheet))
+            except TypeError as exc:
+                raise ParameterError(f"sheet: {exc}") from None
+        if self.sheet is not None and not isinstance(self.sheet, Sheet):
+            raise ParameterError(f"sheet must be a Sheet (model/sheet.py), got {self.sheet!r}")
 
     def with_(self, **changes) -> "Params":
         """A copy with some values changed (None values are ignored), checked again."""

@@ -2,9 +2,9 @@
 
   [scene]  name, description, seed, n_gpu; n_cpu (optional with story_time); story_time
   [units]  optional: length_kpc or length_pc, mass_1e10msun or mass_msun (without it: N-body
-           units)
-  [params] optional: theta, dt, eps, eta, block_levels, mac, alpha (N-body units; defaults
-           from Params); integrator, boundary, collision (physics modules by name)
+           units); or system = "si" (metres, kg, seconds: G = 6.674e-11, the ring scenes)
+  [params] optional: theta, dt, eps, eta, block_levels, mac, alpha (N-body units, or SI;
+           defaults from Params); integrator, boundary, collision (physics modules by name)
   [model]  type = "<registered model>" plus that model's own keys
 docs/scene-format.md describes the format for users and model writers.
 """
@@ -23,7 +23,7 @@ from galaxyview.model.pace import Pace, cpu_pace
 from galaxyview.model.params import (BLOCK_LEVELS_MAX, EPS_MAX, MACS, MODULE_KINDS, THETA_MAX,
                                      Params, check_module_name)
 from galaxyview.model.state import ParticleState
-from galaxyview.model.units import UnitSystem
+from galaxyview.model.units import G_SI, UnitSystem
 from galaxyview.model.validate import Table
 from galaxyview.resources import scenes_dir
 
@@ -102,8 +102,15 @@ def parse_scene(data: dict, source: str | Path) -> Scene:
                          "is given, whose CPU pace then picks the particle count)")
     n_gpu = head.integer("n_gpu", lo=1, hi=N_MAX)
     head.finish()
-    units = _units(root.table("units", None))
+    units_table = root.table("units", None)
+    si = units_table is not None and units_table.string("system", "nbody",
+                                                        choices=("nbody", "si")) == "si"
+    if si:
+        units_table.finish()  # SI stands alone: no length_* or mass_* beside it
+    units = None if si else _units(units_table)
     params = _params(root.table("params", None))
+    if si:
+        params = params.with_(G=G_SI)
     table = root.table("model")
     kind = table.string("type", choices=_models())
     try:
@@ -123,6 +130,7 @@ def _units(table: Table | None) -> UnitSystem | None:
     the first, star clusters the second)."""
     if table is None:
         return None
+
     length = _one_of(table, "length_kpc", "length_pc", 1e-3)
     mass = _one_of(table, "mass_1e10msun", "mass_msun", 1e-10)
     table.finish()

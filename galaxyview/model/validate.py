@@ -81,6 +81,12 @@ class Table:
             raise self.error(key, value, f"must be one of {', '.join(map(repr, choices))}")
         return value
 
+    def boolean(self, key, default=_MISSING) -> bool | None:
+        value = self._get(key, default)
+        if value is not None and not isinstance(value, bool):
+            raise self.error(key, value, "must be true or false")
+        return value
+
     def vector(self, key, default=_MISSING, *, length=3):
         value = self._get(key, default)
         if value is None:

@@ -19,6 +19,7 @@ from galaxyview.errors import GalaxyviewError, ParameterError
 from galaxyview.model.state import Component
 from galaxyview.movie.caption import caption_text, draw_caption
 from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_size
+from galaxyview.render import rings
 
 CAMERAS = ("fixed", "orbit", "follow")
 ORBIT_DEG_PER_S = 12.0  # orbit camera: one turn per 30 s of movie
@@ -202,6 +203,10 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
     bar = None
     try:
         renderer.attach(sim.engine)  # frames the camera on the initial state
+        sheet = sim.engine.params.sheet
+        if sheet is not None:  # a ring: spheres, seen from above
+            renderer.look = rings.ring_look(renderer.look, sheet)
+            rings.view(renderer.camera, sheet, "top")
         if options.camera == "follow":
             renderer.camera.follow(follow_target(sim.engine, sim.initial))
         myr = sim.units.time_myr if sim.units else None

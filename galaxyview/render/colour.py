@@ -11,11 +11,11 @@ import numpy as np
 from galaxyview.model.density import tree_density
 from galaxyview.render.look import mode_code
 
-DEVICE_VALUES = {"speed": 0, "potential": 1, "energy": 2, "mass": 3}  # render_pack.cu's codes
+DEVICE_VALUES = {"speed": 0, "potential": 1, "energy": 2, "mass": 3, "vz": 5, "z": 6}  # render_pack.cu
 NEEDS_POTENTIAL = ("potential", "energy")
 LABELS = {"speed": "speed", "potential": "potential φ", "energy": "binding energy v²/2 + φ",
           "density": "log10 density", "galaxy": "galaxy of origin", "component": "component",
-          "mass": "log10 mass"}
+          "mass": "log10 mass", "vz": "vertical velocity", "z": "height z"}
 
 
 def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
@@ -28,6 +28,8 @@ def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
         return np.log10(np.maximum(state.mass, 1e-30)).astype(np.float32)
     if mode == "density":
         return np.log10(np.maximum(tree_density(state.pos, state.mass), 1e-30)).astype(np.float32)
+    if mode in ("vz", "z"):
+        return np.array((state.vel if mode == "vz" else state.pos)[:, 2], np.float32)
     v2 = np.einsum("ij,ij->i", state.vel, state.vel)
     if mode in ("speed", "component"):
         return np.sqrt(v2).astype(np.float32)
@@ -58,6 +60,9 @@ def auto_range(mode: str, values: np.ndarray) -> tuple[float, float]:
         return 0.0, max(float(v.max()), 1.0)
     lo = 0.0 if mode == "speed" else float(np.percentile(v, 1))
     hi = float(np.percentile(v, 99))
+    if mode in ("vz", "z"):  # symmetric about 0: up and down alike
+        hi = max(abs(lo), abs(hi))
+        lo = -hi
     if not hi > lo:
         hi = lo + max(abs(lo), 1.0) * 1e-3
     return lo, hi

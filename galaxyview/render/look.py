@@ -15,7 +15,8 @@ from galaxyview.model.params import TREE_MAX_LEVEL as MAX_TREE_LEVEL
 from galaxyview.model.state import Component
 
 # by component colour; by galaxy of origin; the rest through the colour map
-COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density", "mass")
+COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density", "mass", "vz",
+                "z")
 COLOUR_MAPS = ("viridis", "inferno", "magma", "fire", "ice", "coolwarm", "cubehelix", "hot")
 LUT_SIZE = 256
 # galaxies of origin 0..7 (more wrap around): distinct hues of even brightness
@@ -48,7 +49,11 @@ class Look:
     value_range: (lo, hi) at the ends of the colour map (None: from the values when the mode
     is chosen, render/colour.py auto_range);
     tone_map: 'exp', 'reinhard' or 'linear' (exp and reinhard keep dense cores from burning out);
-    boxes: draw the boxes of the engine's current tree, levels box_levels[0]..box_levels[1].
+    boxes: draw the boxes of the engine's current tree, levels box_levels[0]..box_levels[1];
+    'vz' and 'z': vertical velocity and height (rings);
+    spheres: draw particles as depth-tested shaded spheres at their radius (ring scenes), not
+    as light; ghosts: with spheres, also the periodic images (the renderer's ghost_offsets);
+    sheet_box: (Lx, Ly) of a ring's box, outlined with the spheres.
     """
 
     point_size: float = 3.0
@@ -60,6 +65,9 @@ class Look:
     colour_map: str = "viridis"
     value_range: tuple | None = None
     background: tuple = (0.0, 0.0, 0.015)
+    spheres: bool = False
+    ghosts: bool = False
+    sheet_box: tuple | None = None  # (Lx, Ly): with spheres, the ring's box is outlined
 
     def __post_init__(self):
         self.validate()
@@ -82,6 +90,10 @@ class Look:
         if self.colour_map not in COLOUR_MAPS:
             raise ParameterError(f"colour_map must be one of {', '.join(COLOUR_MAPS)}, "
                                  f"got {self.colour_map!r}")
+        if self.sheet_box is not None:
+            lx, ly = (float(v) for v in self.sheet_box)
+            if not (np.isfinite(lx) and np.isfinite(ly) and lx > 0 and ly > 0):
+                raise ParameterError(f"sheet_box must be (Lx, Ly) > 0, got {self.sheet_box!r}")
         if self.value_range is not None:
             lo, hi = (float(v) for v in self.value_range)
             if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):

@@ -12,10 +12,11 @@ from galaxyview.render.look import (COMPONENT_COLOURS, GALAXY_COLOURS, TONE_MAPS
                                     colour_lut, mode_code)
 from galaxyview.resources import shaders_dir
 
-# One vertex per particle; kernels/render_pack.cu writes the same 5 floats. a_value: what the
-# particle is coloured by (render/colour.py), speed by default.
+# One vertex per particle; kernels/render_pack.cu writes the same 6 floats. a_value: what the
+# particle is coloured by (render/colour.py), speed by default; a_radius: its hard-sphere
+# radius (0: a point mass), drawn as a shaded sphere when the look asks for spheres.
 VERTEX_DTYPE = np.dtype([("a_position", np.float32, 3), ("a_component", np.float32),
-                         ("a_value", np.float32)])
+                         ("a_value", np.float32), ("a_radius", np.float32)])
 REFERENCE_N = 100_000  # light per particle scales as sqrt(REFERENCE_N / N)
 
 
@@ -28,13 +29,14 @@ def load_shader(name: str) -> str:
 
 
 def host_vertices(pos: np.ndarray, vel: np.ndarray, component: np.ndarray,
-                  value: np.ndarray | None = None) -> np.ndarray:
+                  value: np.ndarray | None = None, radius: np.ndarray | None = None) -> np.ndarray:
     """Vertex array from host particle arrays (the CPU upload path); value: what each particle
-    is coloured by (default: its speed)."""
+    is coloured by (default: its speed); radius: hard-sphere radii (default 0)."""
     v = np.empty(len(pos), VERTEX_DTYPE)
     v["a_position"] = pos
     v["a_component"] = component
     v["a_value"] = np.sqrt(np.einsum("ij,ij->i", vel, vel)) if value is None else value
+    v["a_radius"] = 0.0 if radius is None else radius
     return v
 
 
@@ -61,14 +63,19 @@ class ParticleRenderer:
     def __init__(self, look: Look | None = None):
         self.look = look or Look()
         self._points = gloo.Program(load_shader("particles.vert"), load_shader("particles.frag"))
+        self._spheres = gloo.Program(load_shader("spheres.vert"), load_shader("spheres.frag"))
+        self.ghost_offsets = np.zeros((0, 3), np.float32)  # images drawn with look.ghosts
         self._tonemap = gloo.Program(load_shader("tonemap.vert"), load_shader("tonemap.frag"))
         self._tonemap["a_xy"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
         self._boxes = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
+        self._outline = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
+        self._outline_box = None
         for code in range(8):
             rgba = COMPONENT_COLOURS.get(code, COMPONENT_COLOURS[Component.STAR])
             self._points[f"u_component[{code}]"] = rgba
             self._points[f"u_galaxy[{code}]"] = GALAXY_COLOURS[code]
-        self._lut_name = None
+            self._spheres[f"u_component[{code}]"] = rgba[:3]
+        self._lut_name = self._sphere_lut = None
         self.vbo = None
         self.count = 0
         self.vertex_mode = None  # the colour mode the vertex values were made for
@@ -87,6 +94,7 @@ class ParticleRenderer:
             self.vbo.delete()
         self.vbo = gloo.VertexBuffer(np.zeros(max(n, 1), VERTEX_DTYPE))
         self._points.bind(self.vbo)
+        self._spheres.bind(self.vbo)
         self.count = n
         return True
 
@@ -140,16 +148,63 @@ class ParticleRenderer:
         if self._light is None or self._light.shape[:2] != (h, w):
             self._light = gloo.Texture2D(shape=(h, w, 4), format="rgba", internalformat="rgba16f",
                                          interpolation="nearest")
-            self._light_fbo = gloo.FrameBuffer(color=self._light)
+            self._light_fbo = gloo.FrameBuffer(color=self._light,
+                                               depth=gloo.RenderBuffer((h, w), "depth"))
         return self._light_fbo
+
+    def _draw_spheres(self, camera: Camera, mvp, size) -> None:
+        """Depth-tested shaded spheres (impostors: a point sprite each, its size the sphere's
+        projected diameter) into the bound light buffer, once per ghost image."""
+        w, h = size
+        p = self._spheres
+        gloo.set_state(blend=False, depth_test=True)
+        gloo.clear(color=True, depth=True)
+        _, code, (lo, hi), lut = self.colouring()
+        p["u_mvp"] = mvp
+        p["u_view"] = camera.view_matrix().T.astype(np.float32)
+        p["u_scale"] = float(camera.projection_matrix(w / max(h, 1))[1, 1] * 0.5 * h)
+        p["u_min_size"] = 1.5
+        p["u_colour_mode"] = code
+        p["u_range"] = (lo, hi)
+        if self._sphere_lut != self.look.colour_map:
+            for i, rgb in enumerate(lut):
+                p[f"u_lut[{i}]"] = tuple(float(c) for c in rgb)
+            self._sphere_lut = self.look.colour_map
+        offsets = [np.zeros(3, np.float32)]
+        if self.look.ghosts:
+            offsets += list(self.ghost_offsets)
+        for k, o in enumerate(offsets):
+            p["u_offset"] = tuple(float(x) for x in o)
+            p["u_dim"] = 1.0 if k == 0 else 0.45  # images fainter than the box itself
+            p.draw("points")
+        if self.look.sheet_box is not None:  # the box, a flat outline at z = 0
+            if self._outline_box != self.look.sheet_box:
+                lx, ly = self.look.sheet_box
+                half = np.array([0.5 * lx, 0.5 * ly, 0.0])
+                edges = box_edges(np.array([[0, 0, 0, 2.0]]), [0])
+                edges[:, :3] *= half
+                self._outline["a_edge"] = gloo.VertexBuffer(edges.astype(np.float32))
+                self._outline_box = self.look.sheet_box
+            gloo.set_state(blend=True, depth_test=True,
+                           blend_func=("src_alpha", "one_minus_src_alpha"))
+            self._outline["u_mvp"] = mvp
+            self._outline["u_levels"] = (0.0, 1.0)
+            self._outline.draw("lines")
 
     def draw(self, camera: Camera, size: tuple[int, int]) -> None:
         """Draw into the bound framebuffer (the canvas, or an FBO the caller activated)."""
         look = self.look
         w, h = int(size[0]), int(size[1])
         mvp = camera.mvp(w / max(h, 1)).T.astype(np.float32)  # GLSL reads column-major
-        if self.light_source is not None and self.count:
+        spheres = look.spheres and self.count
+        if self.light_source is not None and self.count and not spheres:
             self._tonemap["u_light"] = self.light_source.light(camera, look, (w, h))
+        elif spheres:
+            with self._light_buffer((w, h)):
+                gloo.set_viewport(0, 0, w, h)
+                gloo.set_clear_color((0, 0, 0, 0))
+                self._draw_spheres(camera, mvp, (w, h))
+            self._tonemap["u_light"] = self._light
         else:
             with self._light_buffer((w, h)):
                 gloo.set_viewport(0, 0, w, h)
@@ -174,10 +229,10 @@ class ParticleRenderer:
         gloo.set_state(blend=False, depth_test=False)
         t = self._tonemap
         t["u_exposure"] = float(look.exposure)
-        t["u_tone_map"] = TONE_MAPS.index(look.tone_map)
+        t["u_tone_map"] = TONE_MAPS.index("linear" if spheres else look.tone_map)
         t["u_background"] = tuple(look.background[:3])
         t.draw("triangle_strip")
-        if look.boxes and self._box_count:
+        if look.boxes and self._box_count and not spheres:
             gloo.set_state(blend=True, blend_func=("src_alpha", "one_minus_src_alpha"))
             self._boxes["u_mvp"] = mvp
             self._boxes["u_levels"] = tuple(float(x) for x in look.box_levels)

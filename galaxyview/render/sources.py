@@ -20,7 +20,7 @@ SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see
 def engine_vertices(engine, mode: str) -> np.ndarray:
     """Vertices of the engine's current state coloured for `mode` (host copies)."""
     s = engine.state()
-    return host_vertices(s.pos, s.vel, s.component, engine_values(engine, mode, s))
+    return host_vertices(s.pos, s.vel, s.component, engine_values(engine, mode, s), s.radius)
 
 
 def framing_positions(pos: np.ndarray, component: np.ndarray) -> np.ndarray:
@@ -186,8 +186,8 @@ class DeviceSource:
         n = arrays.n
         code = DEVICE_VALUES.get(mode, 0) if values is None else VALUES_FROM_ENGINE
         self._pack.launch("pack_vertices", (math.ceil(n / BLOCK), 1, 1), (BLOCK, 1, 1),
-                          arrays.pos4, arrays.vel4, arrays.acc4, values or 0, ptr, n,
-                          int(self.stride), code, stream=self.stream)
+                          arrays.pos4, arrays.vel4, arrays.acc4, values or 0, arrays.radius,
+                          ptr, n, int(self.stride), code, stream=self.stream)
 
     def _device_array(self, ptr: int, n: int) -> np.ndarray:
         """n float32 values from the device (the engine's DeviceView.values), once a mode."""

@@ -158,6 +158,8 @@ def load_source(source, n: int | None = None, backend: str = "cpu",
                 index: int | None = None) -> tuple[ParticleState, Scene | None, Snapshot | None]:
     """(state, scene, None) for a scene name or file (n particles, the backend's default when
     None); (state, None, snapshot) for a snapshot or archive file (n must be None or match)."""
+    if isinstance(source, Scene):  # a scene already loaded (and perhaps changed)
+        return source.build(n, backend), source, None
     path = Path(source)
     if not _looks_like_snapshot(path):
         if index is not None:

@@ -14,14 +14,21 @@ CHUNK_PAIRS = 1 << 17  # (target, source) pairs per tile: five float64 scratch a
 
 
 def direct_forces(pos, mass, eps: float, G: float = 1.0, targets=None,
-                  chunk_pairs: int = CHUNK_PAIRS, workers: int | None = None):
+                  chunk_pairs: int = CHUNK_PAIRS, workers: int | None = None, ghosts=None):
     """Accelerations (T, 3) and potentials (T,), float64, of pos[targets] (all particles when
     None) due to all particles, with Plummer softening: phi_i = -G sum_j m_j / sqrt(r^2 + eps^2).
 
     The pair of a particle with itself is left out; without softening, so are pairs at zero
     distance (their force is undefined), as in the tree code. Chunks of targets run on
-    `workers` threads (default threads.workers()).
+    `workers` threads (default threads.workers()). `ghosts` (K, 3): offsets of periodic
+    images of all particles that act as sources too (a particle's images included).
     """
+    if ghosts is not None and len(ghosts):
+        pos = np.asarray(pos, dtype=np.float64)
+        n = len(pos)
+        targets = np.arange(n) if targets is None else targets
+        pos = np.concatenate([pos] + [pos + o for o in np.asarray(ghosts, np.float64)])
+        mass = np.tile(np.asarray(mass, np.float64), len(ghosts) + 1)
     return _direct(pos, None, mass, eps, G, targets, chunk_pairs, workers)[:2]
 
 

@@ -101,10 +101,11 @@ class CPUEngine(Engine):
         s.radius = state.radius.astype(np.float64)
         s.acc, s.pot, s.jerk = np.zeros_like(s.pos), np.zeros_like(s.mass), None
         self._acc_known = False
-        self._time = float(state.time)
+        self._time = s.time = float(state.time)
         self.steps_done = 0
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         self.boundary.apply()
+        self.collision.start()
         self.integrator.start()
         if not (np.isfinite(s.acc).all() and np.isfinite(s.pot).all()):
             raise EngineError(
@@ -133,7 +134,7 @@ class CPUEngine(Engine):
         s.mass = state.mass.astype(np.float64)
         s.radius = state.radius.astype(np.float64)
         self._check(s.pos, "positions")
-        self._time = float(state.time)
+        self._time = s.time = float(state.time)
         self.steps_done = int(exact.steps)
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         s.jerk = None
@@ -172,18 +173,25 @@ class CPUEngine(Engine):
         t0 = perf_counter()
         try:
             advanced = self.integrator.step(self.params.dt)
+            s.time = self._time + advanced
             self.boundary.apply()
+            t1 = perf_counter()
             self.collision.resolve()
+            collide = perf_counter() - t1
             self._check(s.acc, "accelerations")
             self._check(s.vel, "velocities")
         except BaseException:  # a NaN (EngineError), MemoryError or Ctrl-C mid-step
             for k, v in kept.items():  # the last good state stays
                 setattr(s, k, v)
+            s.time = self._time
             raise
         self._time += advanced
         self.steps_done += 1
         forces = sum(v for k, v in s.timings.items() if k != "integrate")
-        self.stats.timings_ms["integrate"] = 1e3 * (perf_counter() - t0 - forces)
+        self.stats.timings_ms["integrate"] = 1e3 * (perf_counter() - t0 - forces - collide)
+        if self.params.collision != "none":
+            self.stats.timings_ms["collide"] = 1e3 * collide
+        self.stats.collisions = self.collision.resolved
 
     def _check(self, a: np.ndarray, what: str) -> None:
         """EngineError when a step made `a` non-finite (or beyond float32)."""
@@ -203,7 +211,8 @@ class CPUEngine(Engine):
         if self.gravity == "direct":
             t0 = perf_counter()
             if vel is None:
-                acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active)
+                acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active,
+                                         ghosts=self._ghosts())
             else:
                 acc, pot, jerk = direct_forces_jerk(pos, vel, mass, p.eps, p.G, targets=active)
             timings["walk"] += perf_counter() - t0
@@ -225,6 +234,11 @@ class CPUEngine(Engine):
             if p.mac == "acceleration" and self._acc_known:  # else Bonsai's, as GADGET's first
                 amac = AccelerationMAC.of(walking, self.system.acc[tree.order], p.G, p.alpha)
             acc_s, pot_s, pp, pc = self._walk(walking, amac)
+            for offset in self._ghosts():
+                a, q, gpp, gpc = self._walk_ghost(walking, offset, amac)
+                acc_s += a
+                pot_s += q
+                pp, pc = pp + gpp, pc + gpc
             acc, pot = np.empty_like(acc_s), np.empty_like(pot_s)
             acc[tree.order], pot[tree.order] = acc_s, pot_s
             if active is not None:
@@ -255,6 +269,16 @@ class CPUEngine(Engine):
     def _walk(self, tree: Tree, amac: AccelerationMAC | None = None):
         p = self.params
         return tree_forces(tree, p.theta, p.eps, p.G, amac=amac)
+
+    def _walk_ghost(self, tree: Tree, offset: np.ndarray, amac=None):
+        """Forces of the tree's image shifted by `offset` on its particles (numpy walk)."""
+        p = self.params
+        return tree_forces(tree, p.theta, p.eps, p.G, amac=amac, offset=offset)
+
+    def _ghosts(self) -> np.ndarray:
+        """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
+        ghosts = self.boundary.ghosts()
+        return np.zeros((0, 3)) if ghosts is None else ghosts[0]
 
     def _on_force_params_changed(self) -> None:
         if self._loaded is not None:
@@ -294,7 +318,7 @@ class CPUEngine(Engine):
             raise EngineError("this checkpoint is of another particle set or was freed")
         for k, v in checkpoint.data.items():
             setattr(self.system, k, v.copy())
-        self._time = checkpoint.time
+        self._time = self.system.time = checkpoint.time
         self.tree = None
         self._restore_modules(checkpoint)
 

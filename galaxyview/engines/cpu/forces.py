@@ -62,13 +62,21 @@ def pad_index(first: np.ndarray, count: np.ndarray, width: int):
 class _Shared:
     """What every part of one force evaluation reads."""
 
-    def __init__(self, tree: Tree, theta: float, eps: float, quadrupole: bool, amac=None):
+    def __init__(self, tree: Tree, theta: float, eps: float, quadrupole: bool, amac=None,
+                 offset=None):
         self.tree, self.quadrupole = tree, quadrupole
         self.eps2 = np.float32(eps) * np.float32(eps)
-        self.pos = [np.ascontiguousarray(tree.pos[:, k]) for k in range(3)]
-        self.centre = 0.5 * sum(group_boxes(tree))  # the frame of the cell kernel
+        # targets: the particles, or (a ghost box's image of the tree acting on them) the
+        # particles moved by -offset in the tree's frame; no self pairs then
+        self.ghost = offset is not None
+        self.tpos = tree.pos if offset is None else \
+            (tree.pos - np.asarray(offset, np.float64)).astype(np.float32)
+        self.pos = [np.ascontiguousarray(self.tpos[:, k]) for k in range(3)]
         self.cells = np.concatenate([tree.com, tree.cell_mass[:, None], tree.quad], 1).T.copy()
         self.walker = Walker(tree, theta, amac)
+        if offset is not None:
+            self.walker.box = (self.walker.box - np.tile(offset, 2)).astype(np.float32)
+        self.centre = 0.5 * (self.walker.box[:, :3] + self.walker.box[:, 3:])  # pc frame
         self.local = threading.local()
 
     def workspace(self) -> kernels.Workspace:
@@ -142,10 +150,10 @@ class _Part:
         sh = self.sh
         sid, svalid = pad_index(self.src_first[g] + offset, length, n_src)
         sid = self.src[sid]
-        t, s = sh.tree.pos[tid], sh.tree.pos[sid]
+        t, s = sh.tpos[tid], sh.tree.pos[sid]
         sm = np.where(svalid, sh.tree.mass[sid], np.float32(0))
         col = self.self_col[tid - self.p0] - offset[:, None]
-        at = np.nonzero(tvalid & (col >= 0) & (col < length[:, None]))
+        at = np.nonzero(tvalid & (col >= 0) & (col < length[:, None]) & (not sh.ghost))
         return kernels.pp_block(ws, t, s, sm, sh.eps2, at + (col[at],))
 
     def _pc(self, ws, tid, g, offset, length, n_cell):
@@ -159,13 +167,15 @@ class _Part:
 
 
 def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0, quadrupole: bool = True,
-                workers: int | None = None, amac=None):
+                workers: int | None = None, amac=None, offset=None):
     """Accelerations (N, 3) and potentials (N,), float64, in the tree's sorted order, and the
     pp and pc interaction counts. A particle's pair with itself is left out; without
     softening, so are pairs at zero distance. quadrupole=False keeps monopoles only.
     workers: threads (default threads.workers()); amac: walk.AccelerationMAC for the
-    relative MAC (default Bonsai's). Only the particles of tree's groups get forces."""
-    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole, amac)
+    relative MAC (default Bonsai's). Only the particles of tree's groups get forces.
+    offset (3,): the forces of the tree's image moved by `offset` (a ghost box) instead, the
+    particles' own images included."""
+    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole, amac, offset)
     workers = threads.workers() if workers is None else max(1, int(workers))
     n_groups = len(tree.group_begin)
     n_parts = 1 if workers == 1 else \

@@ -90,7 +90,8 @@ class _Particles(DeviceSystem):
     def particles(self) -> DeviceParticles:
         e = self._engine
         pos, vel = e.buf.set_ptrs(e._cur)
-        return DeviceParticles(pos, vel, e.buf.ptr("acc"), e._n, e.buf.ptr(f"id{e._cur}"))
+        return DeviceParticles(pos, vel, e.buf.ptr("acc"), e._n, e.buf.ptr(f"id{e._cur}"),
+                               e._radius_ptr())
 
     def launch(self, kernel: str, *args, grid=None) -> None:
         e = self._engine
@@ -157,6 +158,10 @@ class GPUEngine(Engine):
         self._tree_fresh = False  # the cells are of the current particle order (refit allowed)
         self._refits = 0  # refits since the last rebuild
         self._acc_valid = False  # acc4 holds every particle's last acceleration (relative MAC)
+        self._sorts = 0  # force evaluations so far (each may reorder the particles)
+        self._radius_order = None  # (set, sorts) the device radii were gathered for
+        self._has_radius = False
+        self._separate = True  # load() separates overlapping spheres; not a restart
         self._step_phases = None  # phase ms summed over the force evaluations of a step
         self._step_pp = None  # (pp, pc) summed over the force evaluations of a step
         with self.activate():
@@ -257,9 +262,17 @@ class GPUEngine(Engine):
             self._cuda.memcpy_htod(pos, pos4)
             self._cuda.memcpy_htod(vel, vel4)
             self._cuda.memcpy_htod(self.buf.ptr("id0"), np.arange(n, dtype=np.uint32))
-            self._time = float(state.time)
+            self._time = self.system.time = float(state.time)
             self.steps_done = 0
+            self._radius_order = None
+            self._has_radius = bool((self._radius > 0).any())
+            if self._has_radius:  # hard spheres: radii on the device, loaded order
+                self.buf._alloc("radius0", 4 * n)
+                self.buf._alloc("radius", 4 * n)
+                self._cuda.memcpy_htod(self.buf.ptr("radius0"), self._radius.astype(np.float32))
             self.boundary.apply()
+            if self._separate:
+                self.collision.start()
             self.integrator.start()
 
     def load_exact(self, exact: ExactState) -> None:
@@ -270,7 +283,11 @@ class GPUEngine(Engine):
         if exact.pos is not None:  # the exact arrays, rounded once to the device's float32
             state = ParticleState(exact.pos, exact.vel, state.mass, state.component,
                                   state.galaxy, state.time, dict(state.meta), state.radius)
-        self.load(state)
+        self._separate = False
+        try:
+            self.load(state)
+        finally:
+            self._separate = True
         self.steps_done = int(exact.steps)
         with self.activate():
             self.integrator.restore(exact.integrator_state(self.params.integrator))
@@ -312,14 +329,22 @@ class GPUEngine(Engine):
                 ev[0].record()
                 try:
                     advanced = self.integrator.step(self.params.dt)
+                    self.system.time = self._time + advanced
                     self.boundary.apply()
                     self.collision.resolve()
                     self._wait(ev[6].record())
+                except BaseException:
+                    self.system.time = self._time
+                    raise
                 finally:
                     self._step_phases = self._step_pp = None
                 t = self.stats.timings_ms
-                t["integrate"] = ev[6].time_since(ev[0]) - sum(
-                    v for k, v in t.items() if k != "integrate")
+                forces = sum(t.get(k, 0.0) for k in PHASES if k != "integrate")
+                # the collision module times itself (its search and resolve)
+                collide = self.collision.timings_ms if self.params.collision != "none" else {}
+                t.update(collide)
+                t["integrate"] = ev[6].time_since(ev[0]) - forces - sum(collide.values())
+                self.stats.collisions = self.collision.resolved
                 self._time += advanced
                 self.steps_done += 1
 
@@ -444,7 +469,7 @@ class GPUEngine(Engine):
                 self._cuda.memcpy_dtod(ptr, int(mem) + offset, b)
                 offset += b
             self._sync()
-            self._time = checkpoint.time
+            self._time = self.system.time = checkpoint.time
             self._tree_fresh = False  # the checkpoint's order is not the tree's
             self._restore_modules(checkpoint)
 
@@ -510,7 +535,25 @@ class GPUEngine(Engine):
 
     def _force(self, ev, active=None, refit=False) -> None:
         run_force(self, ev, active, refit)
+        self._sorts += 1
         self._have_tree = self._tree_fresh = self.gravity == "tree"
+
+    def _ghosts(self) -> np.ndarray:
+        """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
+        ghosts = self.boundary.ghosts()
+        return np.zeros((0, 3)) if ghosts is None else ghosts[0]
+
+    def _radius_ptr(self) -> int:
+        """Device radii in the current order (gathered after each reorder); 0 without radii."""
+        if not self._n or not self._has_radius:
+            return 0
+        b, key = self.buf, (self._cur, self._sorts)
+        if self._radius_order != key:
+            self.kernels.launch("gather_by_id", (self._grid(), 1, 1), (256, 1, 1),
+                                b.ptr("radius0"), b.ptr(f"id{self._cur}"), self._n,
+                                b.ptr("radius"))
+            self._radius_order = key
+        return b.ptr("radius")
 
     def _read_status(self) -> None:
         self._cuda.memcpy_dtoh_async(self._host_status, self.buf.ptr("status"))

@@ -16,7 +16,9 @@ the accelerations through the sort and walks with walk_ext.
 """
 from __future__ import annotations
 
-from galaxyview.engines.gpu.constants import MAX_LEVEL, SCAN_TILE, SORT_TILE, STATUS_WORDS
+from galaxyview.engines.gpu.constants import (MAX_LEVEL, SCAN_TILE, SORT_TILE, ST_WALK_NEXT,
+                                              STATUS_WORDS)
+from galaxyview.errors import EngineError
 
 RADIX_PASSES = 8  # 63-bit keys, 8 bits a pass
 ACTIVE_GMAX_MIN = 8  # smallest groups of active particles (a quarter warp)
@@ -33,6 +35,9 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
     eng._slot = 0
     eps2, G = float(eng.params.eps) ** 2, float(eng.params.G)
     if eng.gravity == "direct":
+        if len(eng._ghosts()):
+            raise EngineError("ghost boxes (the shearing sheet's self-gravity) need tree "
+                              "gravity on the GPU engine; leave the gravity unset")
         pos, _ = b.set_ptrs(eng._cur)
         if ev:
             ev[4].record()
@@ -73,12 +78,16 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
     walk_args = (npos, p("cell_mac"), p("cell_q0"), p("cell_q1"), p("cell_link"),
                  p("group_begin"), p("group_count"), p("acc"), p("stacks"), p("status"), eps2,
                  G, eng.pp_leaf)
+    idx = 0 if active is None else p("active_idx")
+    ext = ("walk_ext", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args, idx, ml2,
+           float(eng.params.alpha))
     if active is None and not amac:
         k.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args)
     else:
-        idx = 0 if active is None else p("active_idx")
-        k.launch("walk_ext", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args, idx,
-                 ml2, float(eng.params.alpha))
+        k.launch(*ext, 0.0, 0.0, 0.0, 0)
+    for o in eng._ghosts():  # periodic images: the tree walked again by targets moved by -o
+        cuda.memset_d32_async(p("status") + 8 * ST_WALK_NEXT, 0, 2)
+        k.launch(*ext, float(o[0]), float(o[1]), float(o[2]), 1)
     if ev:
         ev[5].record()
 

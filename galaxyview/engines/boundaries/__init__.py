@@ -1,0 +1,1 @@
+"""Boundary modules (engines/modules.py BOUNDARIES)."""

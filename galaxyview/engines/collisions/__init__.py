@@ -1,0 +1,1 @@
+"""Collision modules (engines/modules.py COLLISIONS)."""
