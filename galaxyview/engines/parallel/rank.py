@@ -1,0 +1,168 @@
+"""One rank's share of a distributed simulation: the CPU engines' shell on the particles of
+its domain, with the decomposition at the start of every step and the LETs in the walk.
+
+A step: new splitters from a key sample weighted by the last step's interactions per
+particle, the particle exchange (each particle's pos, vel, acc, pot, mass, radius, id,
+component, galaxy travel together), then the integrator's step on the local particles. Each
+force evaluation: the local tree (keys in the rank's own cube), the domain boxes exchanged,
+a LET exported for every other domain, sent on a host thread while the local tree is walked,
+the imported LETs walked as extra trees. The finiteness checks are collective, so every rank
+raises together and keeps its last good state.
+"""
+from __future__ import annotations
+
+import threading
+from time import perf_counter
+
+import numpy as np
+
+from galaxyview.engines.cpu.engine import CPUEngine
+from galaxyview.engines.parallel import decompose, let
+from galaxyview.errors import EngineError
+from galaxyview.model.state import ParticleState
+
+PHASES = ("decompose", "exchange", "let_build", "local_walk", "let_comm", "let_walk")
+# a particle row: pos 3, vel 3, acc 3, pot, mass, radius, id, component, galaxy
+_WIDTH = 15
+
+
+def pack(pos, vel, acc, pot, mass, radius, ids, component, galaxy) -> np.ndarray:
+    return np.c_[pos, vel, acc, pot, mass, radius, ids, component, galaxy].astype(np.float64)
+
+
+class RankMixin:
+    """Added in front of CPUEngine or NumbaEngine (make_rank_engine)."""
+
+    comm = None
+    # the compiled walk counts each particle's own softened pair and takes its -m/eps off
+    # the potential: in an extra tree there is no own pair, so the rank puts it back
+    own_pair_offset = False
+
+    def attach(self, comm) -> None:
+        self.comm = comm
+        self.ids = np.zeros(0, np.int64)
+        self.cost = 1.0  # interactions per particle of the last force evaluation
+        self.parallel_ms = dict.fromkeys(PHASES, 0.0)
+
+    # -- the domain ------------------------------------------------------------------------
+    def load_part(self, state: ParticleState, ids: np.ndarray, exact=None) -> None:
+        """Load this rank's share of the initial particles (any share: the decomposition
+        moves them to their domains before the first forces). exact: float64 (pos, vel)."""
+        pos, vel = (state.pos, state.vel) if exact is None else exact
+        rows = pack(pos, vel, np.zeros((state.n, 3)), np.zeros(state.n), state.mass,
+                    state.radius, ids, state.component, state.galaxy)
+        rows = self._redistribute(rows)
+        local = ParticleState(rows[:, 0:3], rows[:, 3:6], rows[:, 10], rows[:, 13],
+                              rows[:, 14], state.time, dict(state.meta), radius=rows[:, 11])
+        self.ids = rows[:, 12].astype(np.int64)
+        self.load(local)
+        if exact is not None:  # float64 as given, forces at those positions
+            s = self.system
+            s.pos, s.vel = rows[:, 0:3].copy(), rows[:, 3:6].copy()
+            self.integrator.start()
+
+    def _redistribute(self, rows: np.ndarray) -> np.ndarray:
+        """The new splitters from the key sample, then the exchange; rows sorted by id."""
+        t0 = perf_counter()
+        pos32 = rows[:, 0:3].astype(np.float32)
+        cube = decompose.global_cube(self.comm, pos32)
+        keys = decompose.particle_keys(pos32, cube)
+        cuts = decompose.splitters(self.comm, keys, self.cost)
+        dest = decompose.owners(keys, cuts)
+        t1 = perf_counter()
+        rows = decompose.exchange(self.comm, rows, dest)
+        rows = rows[np.argsort(rows[:, 12], kind="stable")]
+        empty = self.comm.allreduce([len(rows) == 0], "max", "the domain sizes")[0]
+        if empty:
+            raise EngineError(f"a domain got no particles: too few particles ({self.comm.size} "
+                              "processes) or all at one point; use fewer processes")
+        self.parallel_ms["decompose"] = 1e3 * (t1 - t0)
+        self.parallel_ms["exchange"] = 1e3 * (perf_counter() - t1)
+        return rows
+
+    def _step(self) -> None:
+        s, loaded = self.system, self._loaded
+        rows = pack(s.pos, s.vel, s.acc, s.pot, s.mass, s.radius, self.ids, loaded.component,
+                    loaded.galaxy)
+        rows = self._redistribute(rows)
+        s.pos, s.vel, s.acc = rows[:, 0:3].copy(), rows[:, 3:6].copy(), rows[:, 6:9].copy()
+        s.pot, s.mass, s.radius = rows[:, 9].copy(), rows[:, 10].copy(), rows[:, 11].copy()
+        s.jerk = None
+        self.ids = rows[:, 12].astype(np.int64)
+        self._loaded = ParticleState(rows[:, 0:3], rows[:, 3:6], s.mass, rows[:, 13],
+                                     rows[:, 14], self._time, dict(loaded.meta), radius=s.radius)
+        super()._step()
+
+    # -- collective checks -------------------------------------------------------------------
+    def _check(self, a: np.ndarray, what: str) -> None:
+        bad = not (np.isfinite(a).all() and (what != "positions" or
+                                             np.abs(a).max(initial=0) < 3e38))
+        if self.comm.allreduce([bad], "max", f"the check of {what}")[0]:
+            if bad:
+                super()._check(a, what)
+            p = self.params
+            raise EngineError(
+                f"step {self.steps_done + 1}: {what} became non-finite in another process; "
+                f"reduce dt (now {p.dt:g}) or increase eps (now {p.eps:g}). The state is kept "
+                f"at t = {self._time:g}.")
+
+    # -- the walk with the LETs --------------------------------------------------------------
+    def _walk(self, tree):
+        comm, theta, ms = self.comm, self.params.theta, self.parallel_ms
+        t0 = perf_counter()
+        boxes = comm.allgather(let.domain_box(tree.pos), "the domain boxes").astype(np.float32)
+        out = [let.export(tree, theta, boxes[r]) if r != comm.rank else
+               (np.zeros((0, let.CELL_WIDTH)), np.zeros((0, let.PARTICLE_WIDTH)))
+               for r in range(comm.size)]
+        t1 = perf_counter()
+        got, failed = {}, []
+
+        def send():
+            try:
+                got["cells"] = comm.alltoallv([o[0] for o in out], "the LET exchange")
+                got["particles"] = comm.alltoallv([o[1] for o in out], "the LET exchange")
+            except BaseException as exc:  # handed to the walking thread
+                failed.append(exc)
+
+        thread = threading.Thread(target=send, name="galaxyview-let", daemon=True)
+        thread.start()
+        acc, pot, pp, pc = super()._walk(tree)
+        t2 = perf_counter()
+        thread.join()
+        if failed:
+            raise failed[0]
+        t3 = perf_counter()
+        own = self._own_pair(tree)
+        for r in range(comm.size):
+            cells = got["cells"][r]
+            if r == comm.rank or len(cells) == 0:
+                continue
+            extra = let.extra_tree(tree, cells, got["particles"][r])
+            a, p, pp_r, pc_r = super()._walk(extra)
+            acc += a[-tree.n:]
+            pot += p[-tree.n:] - own
+            pp, pc = pp + pp_r, pc + pc_r
+        t4 = perf_counter()
+        ms.update(let_build=1e3 * (t1 - t0), local_walk=1e3 * (t2 - t1),
+                  let_comm=1e3 * (t3 - t2), let_walk=1e3 * (t4 - t3))
+        self.cost = (pp + pc) / max(tree.n, 1)
+        return acc, pot, pp, pc
+
+    def _own_pair(self, tree):
+        """What the walk adds to a particle's potential for its own pair (0 or m/eps)."""
+        eps2 = np.float32(self.params.eps) * np.float32(self.params.eps)
+        if not (self.own_pair_offset and eps2 > 0):
+            return 0.0
+        return self.params.G * tree.mass * (1.0 / np.sqrt(np.float64(eps2)))
+
+
+def make_rank_engine(backend: str, params, gravity, comm):
+    """The rank's engine: the numba engine ("cpu") or the numpy one ("reference")."""
+    if backend == "cpu":
+        from galaxyview.engines.cpu_numba.engine import NumbaEngine as base
+    else:
+        base = CPUEngine
+    cls = type(f"Rank{base.__name__}", (RankMixin, base), {"own_pair_offset": backend == "cpu"})
+    engine = cls(params, gravity=gravity)
+    engine.attach(comm)
+    return engine
