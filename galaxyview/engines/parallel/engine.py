@@ -199,7 +199,7 @@ class ParallelEngine(Engine):
     def accelerations(self):
         self._need()
         *_, acc, pot = self._gather(True)
-        return acc.astype(np.float32), pot.astype(np.float32)
+        return acc, pot
 
     @property
     def n(self) -> int:

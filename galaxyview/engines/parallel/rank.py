@@ -160,8 +160,10 @@ def make_rank_engine(backend: str, params, gravity, comm):
     """The rank's engine: the numba engine ("cpu") or the numpy one ("reference")."""
     if backend == "cpu":
         from galaxyview.engines.cpu_numba.engine import NumbaEngine as base
-    else:
+    elif backend == "reference":
         base = CPUEngine
+    else:
+        raise EngineError(f"the parallel engine has no {backend!r} ranks")
     cls = type(f"Rank{base.__name__}", (RankMixin, base), {"own_pair_offset": backend == "cpu"})
     engine = cls(params, gravity=gravity)
     engine.attach(comm)
