@@ -16,7 +16,6 @@ from galaxyview.engines.base import PHASES as BASE_PHASES, Energies, Engine, Ste
 from galaxyview.engines.parallel.mpi import Comm
 from galaxyview.engines.parallel.rank import PHASES, make_rank_engine
 from galaxyview.errors import EngineError
-from galaxyview.model import diagnostics
 from galaxyview.model.exact import ExactState
 from galaxyview.model.state import ParticleState
 
@@ -48,24 +47,19 @@ def _set_params(key, comm, data, values):
 
 
 def _state(key, comm, data, exact):
-    e, s = _engines[key], _engines[key].system
-    loaded = e._loaded
-    part = (e.ids, s.pos, s.vel, s.mass, loaded.component, loaded.galaxy, s.radius)
-    return part + ((s.acc, s.pot) if exact else ())
+    return _engines[key].local_view(exact)
 
 
 def _energies(key, comm, data):
-    s = _engines[key].system
-    return (diagnostics.kinetic_energy(s.vel, s.mass),
-            diagnostics.potential_energy(s.mass, s.pot))
+    e = _engines[key].energies()
+    return e.kinetic, e.potential
 
 
 def _centre(key, comm, data, mask):
-    e, s = _engines[key], _engines[key].system
-    pick = mask[e.ids]
-    m = s.mass[pick]
-    return float(m.sum()), (m[:, None] * s.pos[pick]).sum(axis=0), s.pos[pick].sum(axis=0), \
-        int(pick.sum())
+    ids, pos, _, mass, *_ = _engines[key].local_view(False)
+    pick = mask[ids]
+    m, p = np.asarray(mass[pick], np.float64), np.asarray(pos[pick], np.float64)
+    return float(m.sum()), (m[:, None] * p).sum(axis=0), p.sum(axis=0), int(pick.sum())
 
 
 def _boxes(key, comm, data, lo, hi):

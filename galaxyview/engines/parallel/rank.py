@@ -30,13 +30,17 @@ def pack(pos, vel, acc, pot, mass, radius, ids, component, galaxy) -> np.ndarray
     return np.c_[pos, vel, acc, pot, mass, radius, ids, component, galaxy].astype(np.float64)
 
 
+def rows_state(rows: np.ndarray, time: float, meta: dict) -> ParticleState:
+    """The float32 ParticleState of particle rows."""
+    return ParticleState(rows[:, 0:3], rows[:, 3:6], rows[:, 10], rows[:, 13], rows[:, 14],
+                         time, dict(meta), radius=rows[:, 11])
+
+
 class RankMixin:
-    """Added in front of CPUEngine or NumbaEngine (make_rank_engine)."""
+    """What every rank's engine adds to its engine class: the communicator, the particles'
+    global ids, the measured cost per particle, the decomposition and its phase times."""
 
     comm = None
-    # the compiled walk counts each particle's own softened pair and takes its -m/eps off
-    # the potential: in an extra tree there is no own pair, so the rank puts it back
-    own_pair_offset = False
 
     def attach(self, comm) -> None:
         self.comm = comm
@@ -44,7 +48,6 @@ class RankMixin:
         self.cost = 1.0  # interactions per particle of the last force evaluation
         self.parallel_ms = dict.fromkeys(PHASES, 0.0)
 
-    # -- the domain ------------------------------------------------------------------------
     def load_part(self, state: ParticleState, ids: np.ndarray, exact=None) -> None:
         """Load this rank's share of the initial particles (any share: the decomposition
         moves them to their domains before the first forces). exact: float64 (pos, vel)."""
@@ -52,14 +55,22 @@ class RankMixin:
         rows = pack(pos, vel, np.zeros((state.n, 3)), np.zeros(state.n), state.mass,
                     state.radius, ids, state.component, state.galaxy)
         rows = self._redistribute(rows)
-        local = ParticleState(rows[:, 0:3], rows[:, 3:6], rows[:, 10], rows[:, 13],
-                              rows[:, 14], state.time, dict(state.meta), radius=rows[:, 11])
         self.ids = rows[:, 12].astype(np.int64)
-        self.load(local)
-        if exact is not None:  # float64 as given, forces at those positions
-            s = self.system
-            s.pos, s.vel = rows[:, 0:3].copy(), rows[:, 3:6].copy()
-            self.integrator.start()
+        self._load_rows(rows, rows_state(rows, state.time, state.meta))
+
+    def local_view(self, exact: bool) -> tuple:
+        """(ids, pos, vel, mass, component, galaxy, radius) of the local particles, with
+        (acc, pot) when exact."""
+        raise NotImplementedError
+
+    def agree(self, error: Exception | None, what: str) -> None:
+        """Collective: raise on every rank when `error` happened on any (its own message
+        where it happened)."""
+        if self.comm.allreduce([error is not None], "max", what)[0]:
+            if error is not None:
+                raise error
+            raise EngineError(f"another process stopped: {what} failed there (its message "
+                              "comes first)")
 
     def _redistribute(self, rows: np.ndarray) -> np.ndarray:
         """The new splitters from the key sample, then the exchange; rows sorted by id."""
@@ -80,6 +91,26 @@ class RankMixin:
         self.parallel_ms["exchange"] = 1e3 * (perf_counter() - t1)
         return rows
 
+
+class CPURank(RankMixin):
+    """Added in front of CPUEngine or NumbaEngine (make_rank_engine)."""
+
+    # the compiled walk counts each particle's own softened pair and takes its -m/eps off
+    # the potential: in an extra tree there is no own pair, so the rank puts it back
+    own_pair_offset = False
+
+    def _load_rows(self, rows: np.ndarray, local: ParticleState) -> None:
+        self.load(local)
+        s = self.system
+        if not np.array_equal(s.pos, rows[:, 0:3]):  # float64 given: forces at those
+            s.pos, s.vel = rows[:, 0:3].copy(), rows[:, 3:6].copy()
+            self.integrator.start()
+
+    def local_view(self, exact: bool) -> tuple:
+        s, loaded = self.system, self._loaded
+        part = (self.ids, s.pos, s.vel, s.mass, loaded.component, loaded.galaxy, s.radius)
+        return part + ((s.acc, s.pot) if exact else ())
+
     def _step(self) -> None:
         s, loaded = self.system, self._loaded
         rows = pack(s.pos, s.vel, s.acc, s.pot, s.mass, s.radius, self.ids, loaded.component,
@@ -89,8 +120,7 @@ class RankMixin:
         s.pot, s.mass, s.radius = rows[:, 9].copy(), rows[:, 10].copy(), rows[:, 11].copy()
         s.jerk = None
         self.ids = rows[:, 12].astype(np.int64)
-        self._loaded = ParticleState(rows[:, 0:3], rows[:, 3:6], s.mass, rows[:, 13],
-                                     rows[:, 14], self._time, dict(loaded.meta), radius=s.radius)
+        self._loaded = rows_state(rows, self._time, loaded.meta)
         super()._step()
 
     # -- collective checks -------------------------------------------------------------------
@@ -164,7 +194,7 @@ def make_rank_engine(backend: str, params, gravity, comm):
         base = CPUEngine
     else:
         raise EngineError(f"the parallel engine has no {backend!r} ranks")
-    cls = type(f"Rank{base.__name__}", (RankMixin, base), {"own_pair_offset": backend == "cpu"})
+    cls = type(f"Rank{base.__name__}", (CPURank, base), {"own_pair_offset": backend == "cpu"})
     engine = cls(params, gravity=gravity)
     engine.attach(comm)
     return engine
