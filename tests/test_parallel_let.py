@@ -19,7 +19,8 @@ def _split_forces(pos, mass, mine, theta, eps, walk=tree_forces):
     other = np.setdiff1d(np.arange(len(pos)), mine)
     remote = build_tree(pos[other], mass[other])
     acc, pot, _, _ = walk(local, theta, eps)
-    cells, particles = let.export(remote, theta, let.domain_box(local.pos))
+    cells, particles = let.export(remote, let.opening_radii2(remote, theta),
+                                  let.domain_box(local.pos))
     a, p, _, _ = walk(let.extra_tree(local, cells, particles), theta, eps)
     return acc + a[-local.n:], pot + p[-local.n:], mine[local.order], len(cells), len(particles)
 
@@ -68,11 +69,11 @@ def test_an_empty_or_far_domain_needs_little():
     tree = build_tree(rng.standard_normal((2000, 3)).astype(np.float32),
                       np.ones(2000, np.float32))
     far = np.array([100, 100, 100, 101, 101, 101], np.float32)
-    cells, particles = let.export(tree, 0.5, far)
+    cells, particles = let.export(tree, let.opening_radii2(tree, 0.5), far)
     assert len(cells) == 1 and len(particles) == 0  # the root as one multipole
     assert cells[0, 3] == pytest.approx(2000)
     empty = let.domain_box(np.zeros((0, 3), np.float32))
-    assert [len(a) for a in let.export(tree, 0.5, empty)] == [0, 0]
+    assert [len(a) for a in let.export(tree, let.opening_radii2(tree, 0.5), empty)] == [0, 0]
 
 
 def test_splitters_cut_the_weighted_sample_evenly():
@@ -85,3 +86,36 @@ def test_splitters_cut_the_weighted_sample_evenly():
     cost = np.bincount(owner, weights=weight, minlength=4)
     assert cost.max() / cost.mean() < 1.01
     assert np.bincount(owner)[0] > 2 * np.bincount(owner)[3]
+
+
+def test_device_forest_links_every_let_under_one_open_root():
+    rng = np.random.default_rng(3)
+    lets, masses = [], []
+    for k in range(3):  # three remote domains seen from a box at the origin
+        pos = (rng.standard_normal((1500, 3)) + [4.0 * (k + 1), 0, 0]).astype(np.float32)
+        tree = build_tree(pos, np.full(1500, 0.5, np.float32))
+        box = np.array([-1, -1, -1, 1, 1, 1], np.float32)
+        lets.append(let.export(tree, let.opening_radii2(tree, 0.8), box))
+        masses.append(750.0)
+    n_local = 1000
+    mac, q0, q1, link, pos4 = let.device_forest(lets, n_local)
+    assert np.isinf(mac[0, 3]) and tuple(link[0]) == (1, 3)
+    assert len(mac) == 1 + sum(len(c) for c, _ in lets)
+    assert len(pos4) == sum(len(p) for _, p in lets)
+
+    def mass_below(c):  # the mass a walk that opens everything would find
+        first, count = link[c]
+        if count > 0:
+            return sum(mass_below(k) for k in range(first, first + count))
+        if count < 0:
+            return float(pos4[first - n_local:first - n_local - count, 3].sum())
+        return float(q1[c, 3])  # a multipole only
+
+    for k in range(3):
+        root = link[0, 0] + k
+        assert mass_below(root) == pytest.approx(masses[k], rel=1e-6)
+        assert q1[root, 3] == pytest.approx(masses[k], rel=1e-6)
+    cells = lets[0][0]
+    at = np.r_[1, 4 + np.arange(len(cells) - 1)]  # the first LET: its root, then its cells
+    assert np.allclose(np.c_[q0[at], q1[at, :2]] / 3, cells[:, 4:10], rtol=1e-6, atol=1e-9)
+    assert np.allclose(q1[at, 2], 0.5 * cells[:, 4:7].sum(axis=1), rtol=1e-6, atol=1e-9)

@@ -13,11 +13,31 @@ from __future__ import annotations
 import numpy as np
 
 from galaxyview.engines.base import PHASES as BASE_PHASES, Energies, Engine, StepStats
-from galaxyview.engines.parallel.mpi import Comm
-from galaxyview.engines.parallel.rank import PHASES, make_rank_engine
+from galaxyview.engines.cpu.engine import CPUEngine
+from galaxyview.engines.parallel.mpi import Comm, local_rank_from_env
+from galaxyview.engines.parallel.rank import PHASES, CPURank
 from galaxyview.errors import EngineError
 from galaxyview.model.exact import ExactState
 from galaxyview.model.state import ParticleState
+
+def make_rank_engine(backend: str, params, gravity, comm):
+    """The rank's engine: the numba engine ("cpu"), the numpy one ("reference") or the GPU
+    engine on the GPU of the process's local rank ("gpu")."""
+    if backend == "cpu":
+        from galaxyview.engines.cpu_numba.engine import NumbaEngine as base
+    elif backend == "reference":
+        base = CPUEngine
+    elif backend == "gpu":  # one GPU a process: the host's local rank picks it
+        from galaxyview.engines.parallel.gpu_rank import make_gpu_rank
+
+        return make_gpu_rank(params, gravity, comm, local_rank_from_env())
+    else:
+        raise EngineError(f"the parallel engine has no {backend!r} ranks")
+    cls = type(f"Rank{base.__name__}", (CPURank, base), {"own_pair_offset": backend == "cpu"})
+    engine = cls(params, gravity=gravity)
+    engine.attach(comm)
+    return engine
+
 
 SUPPORTED = {"integrator": ("leapfrog",), "boundary": ("open",), "collision": ("none",)}
 _engines: dict = {}  # this rank's engines by id

@@ -20,8 +20,9 @@ from galaxyview.engines.cpu.cells import Tree, ranges
 
 MARGIN = 1 + 1e-5  # accept against a box only with this margin (float32 rounding of the walk)
 # columns of a LET cell row
-_COM, _MASS, _QUAD, _SIZE, _DELTA, _KID0, _KIDS, _BODY0, _BODIES = 0, 3, 4, 10, 11, 12, 13, 14, 15
-CELL_WIDTH = 16
+_COM, _MASS, _QUAD, _SIZE, _DELTA, _KID0, _KIDS, _BODY0, _BODIES, _ROPEN2 = \
+    0, 3, 4, 10, 11, 12, 13, 14, 15, 16
+CELL_WIDTH = 17
 PARTICLE_WIDTH = 4  # x y z m
 
 
@@ -32,14 +33,21 @@ def domain_box(pos32: np.ndarray) -> np.ndarray:
     return np.r_[pos32.min(axis=0), pos32.max(axis=0)].astype(np.float32)
 
 
-def export(tree: Tree, theta: float, box: np.ndarray):
-    """(cells (C, CELL_WIDTH), particles (P, 4)) float64: the LET of `tree` for a domain of
-    bounding box `box` (6,): lo, hi. An empty domain needs nothing."""
+def opening_radii2(tree: Tree, theta: float) -> np.ndarray:
+    """The walk's squared opening radii (l/theta + delta)^2 in float32, as both walks square
+    them."""
+    ropen = (tree.size / theta + tree.delta).astype(np.float32)
+    return ropen * ropen
+
+
+def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray):
+    """(cells (C, CELL_WIDTH), particles (P, 4)) float64: the LET of `tree` (its cells'
+    squared opening radii `r_open2`) for a domain of bounding box `box` (6,): lo, hi. An
+    empty domain needs nothing."""
     if not np.all(box[:3] <= box[3:]):
         return np.zeros((0, CELL_WIDTH)), np.zeros((0, PARTICLE_WIDTH))
     com = tree.com
-    ropen = (tree.size / theta + tree.delta).astype(np.float32)
-    ropen2 = ropen * ropen * np.float32(MARGIN)
+    ropen2 = r_open2.astype(np.float32) * np.float32(MARGIN)
     lo, hi = box[:3].astype(np.float32), box[3:].astype(np.float32)
     frontier = np.zeros(1, np.int64)
     sent, accepted = [], []
@@ -67,6 +75,7 @@ def export(tree: Tree, theta: float, box: np.ndarray):
     rows[:, _KIDS] = kids
     rows[:, _BODY0] = body0
     rows[:, _BODIES] = bodies
+    rows[:, _ROPEN2] = r_open2[cells]
     at = ranges(tree.body_begin[cells[leaf]], bodies[leaf])
     particles = np.c_[tree.pos[at], tree.mass[at]].astype(np.float64)
     return rows, particles
@@ -95,3 +104,38 @@ def extra_tree(local: Tree, cells: np.ndarray, particles: np.ndarray) -> Tree:
         com=cells[:, _COM:_COM + 3].astype(np.float32),
         quad=cells[:, _QUAD:_QUAD + 6].astype(np.float32), delta=cells[:, _DELTA].copy(),
         group_begin=local.group_begin + n, group_count=local.group_count, n_crit=local.n_crit)
+
+
+def device_forest(lets: list, n_local: int):
+    """The LETs of several ranks as one forest in the GPU walk's layout, under a root that is
+    always opened: cell_mac (com, r_open^2), cell_q0 (3Q xx yy zz xy), cell_q1 (3Q xz yz,
+    trQ/2, mass), float32 (C, 4); cell_link int32 (C, 2): (first child, children), or for a
+    leaf (first particle, -particles), or (0, 0) for a cell sent as a multipole only; and the
+    LETs' particles pos4 (P, 4), to be placed after the n_local local ones."""
+    sizes = [len(c) for c, _ in lets]
+    n_cells = 1 + sum(sizes)
+    mac = np.zeros((n_cells, 4), np.float32)
+    q0, q1 = np.zeros_like(mac), np.zeros_like(mac)
+    link = np.zeros((n_cells, 2), np.int32)
+    mac[0, 3] = np.inf  # the root of the forest: never accepted, its children the LET roots
+    link[0] = 1, len(lets)
+    pos4 = np.concatenate([p for _, p in lets]).astype(np.float32) if lets else \
+        np.zeros((0, 4), np.float32)
+    # LET k's root is cell 1 + k (the forest root's children are contiguous); its other
+    # cells follow all the roots, LET after LET
+    base, body0 = 1 + len(lets), n_local
+    for k, ((cells, particles), size) in enumerate(zip(lets, sizes)):
+        at = np.r_[1 + k, base + np.arange(size - 1)]
+        q = 3 * cells[:, _QUAD:_QUAD + 6]
+        mac[at, :3], mac[at, 3] = cells[:, _COM:_COM + 3], cells[:, _ROPEN2]
+        q0[at] = q[:, :4]
+        q1[at, :2] = q[:, 4:6]
+        q1[at, 2] = 0.5 * cells[:, _QUAD:_QUAD + 3].sum(axis=1)
+        q1[at, 3] = cells[:, _MASS]
+        kids, bodies = cells[:, _KIDS].astype(np.int64), cells[:, _BODIES].astype(np.int64)
+        first_kid = base + cells[:, _KID0].astype(np.int64) - 1  # children are never a root
+        link[at, 0] = np.where(kids > 0, first_kid,
+                               np.where(bodies > 0, body0 + cells[:, _BODY0], 0))
+        link[at, 1] = np.where(kids > 0, kids, -bodies)
+        base, body0 = base + size - 1, body0 + len(particles)
+    return mac, q0, q1, link, pos4

@@ -16,7 +16,6 @@ from time import perf_counter
 
 import numpy as np
 
-from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.engines.parallel import decompose, let
 from galaxyview.errors import EngineError
 from galaxyview.model.state import ParticleState
@@ -138,10 +137,11 @@ class CPURank(RankMixin):
 
     # -- the walk with the LETs --------------------------------------------------------------
     def _walk(self, tree):
-        comm, theta, ms = self.comm, self.params.theta, self.parallel_ms
+        comm, ms = self.comm, self.parallel_ms
         t0 = perf_counter()
         boxes = comm.allgather(let.domain_box(tree.pos), "the domain boxes").astype(np.float32)
-        out = [let.export(tree, theta, boxes[r]) if r != comm.rank else
+        r_open2 = let.opening_radii2(tree, self.params.theta)
+        out = [let.export(tree, r_open2, boxes[r]) if r != comm.rank else
                (np.zeros((0, let.CELL_WIDTH)), np.zeros((0, let.PARTICLE_WIDTH)))
                for r in range(comm.size)]
         t1 = perf_counter()
@@ -185,16 +185,3 @@ class CPURank(RankMixin):
             return 0.0
         return self.params.G * tree.mass * (1.0 / np.sqrt(np.float64(eps2)))
 
-
-def make_rank_engine(backend: str, params, gravity, comm):
-    """The rank's engine: the numba engine ("cpu") or the numpy one ("reference")."""
-    if backend == "cpu":
-        from galaxyview.engines.cpu_numba.engine import NumbaEngine as base
-    elif backend == "reference":
-        base = CPUEngine
-    else:
-        raise EngineError(f"the parallel engine has no {backend!r} ranks")
-    cls = type(f"Rank{base.__name__}", (CPURank, base), {"own_pair_offset": backend == "cpu"})
-    engine = cls(params, gravity=gravity)
-    engine.attach(comm)
-    return engine
