@@ -42,7 +42,9 @@ def spawn(argv: list[str], k: int, gpus: bool) -> int:
     if "GALAXYVIEW_THREADS" not in env and "--threads" not in argv:
         env["GALAXYVIEW_THREADS"] = str(max(1, (os.cpu_count() or 1) // k))
     cmd = launch.mpirun_command(k, [sys.executable, "-m", "galaxyview", *argv])
-    say(f"galaxyview: {k} processes: {' '.join(cmd)}")
+    aware = {True: "CUDA-aware", False: "not CUDA-aware: host staging", None: "CUDA-awareness "
+             "unknown"}[launch.cuda_aware()] if gpus else ""
+    say(f"galaxyview: {k} processes{f' (MPI {aware})' if aware else ''}: {' '.join(cmd)}")
     process = subprocess.Popen(cmd, env=env)
     while True:
         try:

@@ -81,6 +81,8 @@ class GPURank(RankMixin, GPUEngine):
                 self._rebalance()
             super().step(1)
             self._since += 1
+            t, ms = self.stats.timings_ms, self.parallel_ms  # the LET phases are not integration
+            t["integrate"] -= ms["let_build"] + ms["let_comm"] + ms["let_walk"]
 
     def _rebalance(self) -> None:
         """New domains: every particle through the host, exchanged, uploaded (its forces
@@ -127,7 +129,7 @@ class GPURank(RankMixin, GPUEngine):
         cells = inspect.download_tree(self)  # host staging of the device tree
         tree = host_tree(cells, self.params.n_leaf)
         boxes = comm.allgather(let.domain_box(tree.pos), "the domain boxes").astype(np.float32)
-        out = [let.export(tree, cells["r_open2"], boxes[r]) if r != comm.rank else
+        out = [let.export(tree, cells["r_open2"], boxes[r], self.pp_leaf) if r != comm.rank else
                (np.zeros((0, let.CELL_WIDTH)), np.zeros((0, let.PARTICLE_WIDTH)))
                for r in range(comm.size)]
         t1 = perf_counter()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
 
 from galaxyview.errors import EngineError
 
@@ -38,3 +39,20 @@ def mpirun_command(k: int, argv: list[str]) -> list[str]:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     return cmd + list(argv)
+
+
+def cuda_aware() -> bool | None:
+    """Whether the Open MPI here was built with CUDA support (device pointers in MPI calls),
+    from `ompi_info`; None when it cannot tell (no ompi_info, another MPI)."""
+    tool = shutil.which("ompi_info")
+    if tool is None:
+        return None
+    try:
+        text = subprocess.run([tool, "--parsable", "--all"], capture_output=True, text=True,
+                              timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("mca:mpi:base:param:mpi_built_with_cuda_support:value:"):
+            return line.rsplit(":", 1)[1] == "true"
+    return None

@@ -40,10 +40,11 @@ def opening_radii2(tree: Tree, theta: float) -> np.ndarray:
     return ropen * ropen
 
 
-def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray):
+def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
     """(cells (C, CELL_WIDTH), particles (P, 4)) float64: the LET of `tree` (its cells'
     squared opening radii `r_open2`) for a domain of bounding box `box` (6,): lo, hi. An
-    empty domain needs nothing."""
+    empty domain needs nothing. pp_leaf: leaves of at most this many particles go with their
+    particles even when accepted (the GPU walk takes their pairs rather than the multipole)."""
     if not np.all(box[:3] <= box[3:]):
         return np.zeros((0, CELL_WIDTH)), np.zeros((0, PARTICLE_WIDTH))
     com = tree.com
@@ -62,7 +63,7 @@ def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray):
     cells = np.concatenate(sent)
     acc = np.concatenate(accepted)
     kids = np.where(acc, 0, tree.child_count[cells])
-    leaf = ~acc & (kids == 0)
+    leaf = (~acc | (tree.body_count[cells] <= pp_leaf)) & (tree.child_count[cells] == 0)
     bodies = np.where(leaf, tree.body_count[cells], 0)
     body0 = np.cumsum(bodies) - bodies
     rows = np.empty((len(cells), CELL_WIDTH))
