@@ -11,6 +11,8 @@ import sys
 from galaxyview.cli.output import say
 from galaxyview.errors import GalaxyviewError
 
+REPORTED = (0, 1, 2, 3, 130)  # exit codes whose reason rank 0 or the time-out printed
+
 
 def wanted(args) -> int:
     """Processes asked for: --gpus K or --procs K (1 when neither)."""
@@ -45,12 +47,21 @@ def spawn(argv: list[str], k: int, gpus: bool) -> int:
     aware = {True: "CUDA-aware", False: "not CUDA-aware: host staging", None: "CUDA-awareness "
              "unknown"}[launch.cuda_aware()] if gpus else ""
     say(f"galaxyview: {k} processes{f' (MPI {aware})' if aware else ''}: {' '.join(cmd)}")
-    process = subprocess.Popen(cmd, env=env)
+    # mpirun in a session of its own: Ctrl-C reaches only this process, which passes it on as
+    # SIGUSR1 (mpirun forwards that to every rank; rank 0 takes it for Ctrl-C, stops the run
+    # after the step and keeps its state; mpirun itself would kill the job on SIGINT)
+    process = subprocess.Popen(cmd, env=env, start_new_session=True)
     while True:
         try:
-            return process.wait()
-        except KeyboardInterrupt:  # mpirun passes Ctrl-C on to rank 0, which stops the run
-            continue
+            code = process.wait()
+            break
+        except KeyboardInterrupt:
+            process.send_signal(signal.SIGUSR1)
+    if code not in REPORTED:
+        signal_name = f", {signal.Signals(code - 128).name}" if 128 < code < 160 else ""
+        say(f"galaxyview: error: a process of the {k}-process job ended abnormally (exit code "
+            f"{code}{signal_name}); mpirun stopped the others")
+    return code
 
 
 def as_rank(command) -> int:
@@ -59,9 +70,11 @@ def as_rank(command) -> int:
     from galaxyview.engines.parallel.mpi import Comm
 
     comm = Comm()
-    if comm.rank != 0:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # rank 0 stops the run, then the ranks
+    if comm.rank != 0:  # rank 0 stops the run, then the ranks
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         return serve(comm)
+    signal.signal(signal.SIGUSR1, lambda *_: os.kill(os.getpid(), signal.SIGINT))  # see spawn
     try:
         return command()
     finally:
