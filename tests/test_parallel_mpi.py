@@ -115,3 +115,21 @@ def test_run_command_over_two_processes(tmp_path):
     assert "2 MPI processes" in report["device"]
     assert abs(report["rel_energy_error"]) < 1e-3
     assert (tmp_path / "end.h5").is_file()
+
+
+def test_record_over_two_processes(tmp_path):
+    """`galaxyview record --procs 2`: rank 0 renders and encodes the job's particles."""
+    import imageio_ffmpeg
+
+    out = tmp_path / "p.mp4"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GALAXYVIEW_THREADS="1")
+    cmd = [sys.executable, "-m", "galaxyview", "record", "plummer", "--n", "3000", "--backend",
+           "reference", "--procs", "2", "-o", str(out), "--frames", "6", "--size", "160x96",
+           "--no-progress"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    gen = imageio_ffmpeg.read_frames(str(out))
+    width, height = next(gen)["size"]
+    frames = [np.frombuffer(b, np.uint8).reshape(height, width, 3) for b in gen]
+    assert len(frames) == 6
+    assert all((rgb.max(axis=2) > 60).mean() > 0.001 for rgb in frames)  # particles drawn
