@@ -12,7 +12,8 @@ outgrew its arrays (rebuilt), the LETs follow the walk instead of running beside
 decomposition (every particle through the host) runs every REBALANCE_EVERY steps
 (GALAXYVIEW_REBALANCE_EVERY); in between particles stay on their GPU, and the LETs, built
 from the current domain boxes, stay exact.
-"""from __future__ import annotations
+"""
+from __future__ import annotations
 
 import os
 import threading
