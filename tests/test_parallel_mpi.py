@@ -133,3 +133,18 @@ def test_record_over_two_processes(tmp_path):
     frames = [np.frombuffer(b, np.uint8).reshape(height, width, 3) for b in gen]
     assert len(frames) == 6
     assert all((rgb.max(axis=2) > 60).mean() > 0.001 for rgb in frames)  # particles drawn
+
+
+def test_the_rest_of_the_engine_interface_over_three_processes():
+    done = _mpirun(3, "api_run.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["theta_changed_err"] < 2e-3  # theta set mid-run applies on every rank
+    assert got["com_diff"] < 1e-6
+    assert got["boxes"] > 3 * 8  # every rank's cells of levels 0..3
+    assert got["restart_pos_equal"] and got["restart_steps"] == 3
+    assert got["restart_energy_diff"] < 1e-5
+    assert got["sample_err"] < 2e-3
+    # a step gone non-finite on some rank: every rank raises, the last good state stays
+    assert "became" in got["failed"] and "reduce dt" in got["failed"]
+    assert got["time_kept"] and got["state_finite"]
