@@ -3,8 +3,9 @@
 Every collective is started non-blocking and polled (with a short sleep, so an idle rank
 yields its core); when it does not complete within `timeout` seconds, the message says which
 collective waited and the whole job is aborted (MPI_Abort): a rank that died or hangs never
-leaves the others waiting. Objects travel pickled (their size first, then the bytes); numpy
-arrays of one dtype and width travel as they are (Alltoallv).
+leaves the others waiting. Objects travel pickled (their size first, then the bytes in blocks
+of BLOCK bytes); numpy arrays of one dtype and width travel as they are, counted in rows
+(Alltoallv): with MPI-3's 32-bit counts, messages beyond 2 GiB go through either way.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 from galaxyview.errors import EngineError
 
 TIMEOUT_S = 600.0  # default patience of one collective (GALAXYVIEW_MPI_TIMEOUT overrides)
+BLOCK = 1 << 12  # bytes of the unit pickled objects travel in
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 
 
@@ -76,6 +78,8 @@ class Comm:
         self.comm = MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.timeout = default_timeout() if timeout is None else float(timeout)
+        self._block = MPI.BYTE.Create_contiguous(BLOCK).Commit()
+        self._types: dict = {}  # row types of alltoallv by (dtype, width)
 
     # -- waiting ---------------------------------------------------------------------------
     def wait(self, request, what: str, timeout: float | None = None) -> None:
@@ -111,65 +115,88 @@ class Comm:
         self.wait(self.comm.Iallgather(send, recv), what)
         return recv
 
+    def _rows(self, dtype: np.dtype, width: int):
+        """An MPI type of one row (width elements): counts and displacements in rows stay
+        below 2^31 where elements would not (MPI-3 counts are 32-bit)."""
+        key = (dtype.char, width)
+        if key not in self._types:
+            from mpi4py.util import dtlib
+
+            base = dtlib.from_numpy_dtype(dtype)
+            self._types[key] = base.Create_contiguous(width).Commit()
+        return self._types[key]
+
     def alltoallv(self, parts: list, what: str = "alltoallv") -> list:
         """parts[r]: rows (n_r, w) for rank r, all of one dtype and width; returns the rows
         each rank sent here, in rank order."""
-        width = parts[0].shape[1]
-        dtype = parts[0].dtype
+        width, dtype = parts[0].shape[1], parts[0].dtype
         counts = np.array([len(p) for p in parts], np.int64)
         got = np.empty(self.size, np.int64)
         self.wait(self.comm.Ialltoall(counts, got), what + " (counts)")
-        send = np.ascontiguousarray(np.concatenate(parts)) if len(parts) else np.zeros((0, width))
+        send = np.ascontiguousarray(np.concatenate(parts).astype(dtype, copy=False))
         recv = np.empty((int(got.sum()), width), dtype)
-        scount, rcount = counts * width, got * width
-        sdisp = np.r_[0, np.cumsum(scount)[:-1]]
-        rdisp = np.r_[0, np.cumsum(rcount)[:-1]]
-        mpi_type = self.MPI._typedict[dtype.char]
-        self.wait(self.comm.Ialltoallv([send, (scount, sdisp), mpi_type],
-                                       [recv, (rcount, rdisp), mpi_type]), what)
-        cuts = np.cumsum(got)[:-1]
-        return np.split(recv, cuts)
+        row = self._rows(dtype, width)
+        sdisp = np.r_[0, np.cumsum(counts)[:-1]]
+        rdisp = np.r_[0, np.cumsum(got)[:-1]]
+        self.wait(self.comm.Ialltoallv([send, (counts, sdisp), row],
+                                       [recv, (got, rdisp), row]), what)
+        return np.split(recv, np.cumsum(got)[:-1])
 
-    # -- objects (pickled) -------------------------------------------------------------------
+    # -- objects (pickled; sent in blocks of BLOCK bytes, so 32-bit counts reach 8 TiB) -------
+    @staticmethod
+    def _padded(data: bytes) -> np.ndarray:
+        buf = np.zeros(-(-len(data) // BLOCK) * BLOCK, np.uint8)
+        buf[:len(data)] = np.frombuffer(data, np.uint8)
+        return buf
+
     def bcast(self, obj=None, root: int = 0, what: str = "bcast", timeout=None):
         """rank `root`'s obj on every rank."""
         data = pickle.dumps(obj, protocol=5) if self.rank == root else b""
         size = np.array([len(data)], np.int64)
         self.wait(self.comm.Ibcast(size, root=root), what, timeout)
-        buf = np.frombuffer(data, np.uint8).copy() if self.rank == root else \
-            np.empty(int(size[0]), np.uint8)
-        self.wait(self.comm.Ibcast(buf, root=root), what, timeout)
-        return obj if self.rank == root else pickle.loads(buf.tobytes())
+        n = int(size[0])
+        buf = self._padded(data) if self.rank == root else \
+            np.empty(-(-n // BLOCK) * BLOCK, np.uint8)
+        self.wait(self.comm.Ibcast([buf, len(buf) // BLOCK, self._block], root=root), what,
+                  timeout)
+        return obj if self.rank == root else pickle.loads(memoryview(buf)[:n])
 
     def gather(self, obj, root: int = 0, what: str = "gather") -> list | None:
         """Every rank's obj as a list on `root` (None elsewhere)."""
-        data = np.frombuffer(pickle.dumps(obj, protocol=5), np.uint8)
+        data = pickle.dumps(obj, protocol=5)
         sizes = np.empty(self.size, np.int64) if self.rank == root else None
         self.wait(self.comm.Igather(np.array([len(data)], np.int64), sizes, root=root), what)
+        mine = self._padded(data)
+        send = [mine, len(mine) // BLOCK, self._block]
         if self.rank != root:
-            self.wait(self.comm.Igatherv(data, None, root=root), what)
+            self.wait(self.comm.Igatherv(send, None, root=root), what)
             return None
-        buf = np.empty(int(sizes.sum()), np.uint8)
-        disp = np.r_[0, np.cumsum(sizes)[:-1]]
-        self.wait(self.comm.Igatherv(data, [buf, (sizes, disp), self.MPI.BYTE], root=root),
+        blocks = -(-sizes // BLOCK)
+        disp = np.r_[0, np.cumsum(blocks)[:-1]]
+        buf = np.empty(int(blocks.sum()) * BLOCK, np.uint8)
+        self.wait(self.comm.Igatherv(send, [buf, (blocks, disp), self._block], root=root),
                   what)
-        return [pickle.loads(buf[d:d + s].tobytes()) for d, s in zip(disp, sizes)]
+        view = memoryview(buf)
+        return [pickle.loads(view[d * BLOCK:d * BLOCK + s]) for d, s in zip(disp, sizes)]
 
     def scatter(self, objs: list | None, root: int = 0, what: str = "scatter"):
         """objs[r] (given on `root`) to rank r."""
+        sizes, send = None, None
         if self.rank == root:
             blobs = [pickle.dumps(o, protocol=5) for o in objs]
             sizes = np.array([len(b) for b in blobs], np.int64)
-            send = np.frombuffer(b"".join(blobs), np.uint8)
-        else:
-            sizes, send = None, None
+            send = np.concatenate([self._padded(b) for b in blobs])
+            del blobs
         mine = np.empty(1, np.int64)
         self.wait(self.comm.Iscatter(sizes, mine, root=root), what)
-        buf = np.empty(int(mine[0]), np.uint8)
+        n = int(mine[0])
+        buf = np.empty(-(-n // BLOCK) * BLOCK, np.uint8)
+        recv = [buf, len(buf) // BLOCK, self._block]
         if self.rank == root:
-            disp = np.r_[0, np.cumsum(sizes)[:-1]]
-            self.wait(self.comm.Iscatterv([send, (sizes, disp), self.MPI.BYTE], buf,
+            blocks = -(-sizes // BLOCK)
+            disp = np.r_[0, np.cumsum(blocks)[:-1]]
+            self.wait(self.comm.Iscatterv([send, (blocks, disp), self._block], recv,
                                           root=root), what)
         else:
-            self.wait(self.comm.Iscatterv(None, buf, root=root), what)
-        return pickle.loads(buf.tobytes())
+            self.wait(self.comm.Iscatterv(None, recv, root=root), what)
+        return pickle.loads(memoryview(buf)[:n])
