@@ -27,7 +27,8 @@ from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STAC
                                               ST_FLAGS, ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import let
-from galaxyview.engines.parallel.rank import RankMixin, pack
+from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
+                                              VEL, RankMixin, pack)
 from galaxyview.errors import EngineError
 
 REBALANCE_EVERY = 8  # steps between decompositions on the GPU (a host round trip)
@@ -66,6 +67,7 @@ def host_tree(cells: dict, n_leaf: int) -> Tree:
 
 class GPURank(RankMixin, GPUEngine):
     extra_kernels = (("parallel LET", LET_ADD),)
+    row_dtype = np.float32  # the device holds float32: half the bytes through the host
 
     def __init__(self, params=None, gravity=None, device: int = 0):
         super().__init__(params, gravity, device)
@@ -100,17 +102,17 @@ class GPURank(RankMixin, GPUEngine):
         with it: no evaluation)."""
         st = self.state()
         acc, pot = self.accelerations()
-        rows = self._redistribute(pack(st.pos, st.vel, acc, pot, st.mass, st.radius, self.ids,
-                                       st.component, st.galaxy))
-        self.ids = rows[:, 12].astype(np.int64)
+        rows, self.ids = self._redistribute(
+            pack(st.pos, st.vel, acc, pot, st.mass, st.radius, st.component, st.galaxy,
+                 self.row_dtype), self.ids)
         n = len(rows)
-        pos4 = np.c_[rows[:, 0:3], rows[:, 10]].astype(np.float32)
-        vel4 = np.c_[rows[:, 3:6], rows[:, 13]].astype(np.float32)
-        acc4 = np.c_[rows[:, 6:9], rows[:, 9]].astype(np.float32)
-        self._component = rows[:, 13].astype(np.uint8)
-        self._galaxy = rows[:, 14].astype(np.int16)
+        pos4 = np.ascontiguousarray(np.c_[rows[:, POS], rows[:, MASS]], np.float32)
+        vel4 = np.ascontiguousarray(np.c_[rows[:, VEL], rows[:, COMPONENT]], np.float32)
+        acc4 = np.ascontiguousarray(np.c_[rows[:, ACC], rows[:, POT]], np.float32)
+        self._component = rows[:, COMPONENT].astype(np.uint8)
+        self._galaxy = rows[:, GALAXY].astype(np.int16)
         self._galaxy_on_device = False
-        self._radius = rows[:, 11].astype(np.float32)
+        self._radius = rows[:, RADIUS].astype(np.float32)
         self._free_com()
         cuda = self._cuda
         with self.activate():

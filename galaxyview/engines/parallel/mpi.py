@@ -185,8 +185,11 @@ class Comm:
         if self.rank == root:
             blobs = [pickle.dumps(o, protocol=5) for o in objs]
             sizes = np.array([len(b) for b in blobs], np.int64)
-            send = np.concatenate([self._padded(b) for b in blobs])
-            del blobs
+            starts = np.r_[0, np.cumsum(-(-sizes // BLOCK))] * BLOCK
+            send = np.zeros(int(starts[-1]), np.uint8)
+            for k in range(len(blobs)):  # into place one at a time (a billion particles)
+                send[starts[k]:starts[k] + sizes[k]] = np.frombuffer(blobs[k], np.uint8)
+                blobs[k] = None
         mine = np.empty(1, np.int64)
         self.wait(self.comm.Iscatter(sizes, mine, root=root), what)
         n = int(mine[0])

@@ -21,18 +21,20 @@ from galaxyview.errors import EngineError
 from galaxyview.model.state import ParticleState
 
 PHASES = ("decompose", "exchange", "let_build", "local_walk", "let_comm", "let_walk")
-# a particle row: pos 3, vel 3, acc 3, pot, mass, radius, id, component, galaxy
-_WIDTH = 15
+# a particle row: pos 3, vel 3, acc 3, pot, mass, radius, component, galaxy (the ids travel
+# beside the rows, int64); float64 rows on the CPU ranks, float32 on the GPU ranks
+POS, VEL, ACC = slice(0, 3), slice(3, 6), slice(6, 9)
+POT, MASS, RADIUS, COMPONENT, GALAXY = 9, 10, 11, 12, 13
 
 
-def pack(pos, vel, acc, pot, mass, radius, ids, component, galaxy) -> np.ndarray:
-    return np.c_[pos, vel, acc, pot, mass, radius, ids, component, galaxy].astype(np.float64)
+def pack(pos, vel, acc, pot, mass, radius, component, galaxy, dtype=np.float64) -> np.ndarray:
+    return np.c_[pos, vel, acc, pot, mass, radius, component, galaxy].astype(dtype)
 
 
 def rows_state(rows: np.ndarray, time: float, meta: dict) -> ParticleState:
     """The float32 ParticleState of particle rows."""
-    return ParticleState(rows[:, 0:3], rows[:, 3:6], rows[:, 10], rows[:, 13], rows[:, 14],
-                         time, dict(meta), radius=rows[:, 11])
+    return ParticleState(rows[:, POS], rows[:, VEL], rows[:, MASS], rows[:, COMPONENT],
+                         rows[:, GALAXY], time, dict(meta), radius=rows[:, RADIUS])
 
 
 class RankMixin:
@@ -40,6 +42,7 @@ class RankMixin:
     global ids, the measured cost per particle, the decomposition and its phase times."""
 
     comm = None
+    row_dtype = np.float64  # of the particle rows exchanged
 
     def attach(self, comm) -> None:
         self.comm = comm
@@ -52,9 +55,8 @@ class RankMixin:
         moves them to their domains before the first forces). exact: float64 (pos, vel)."""
         pos, vel = (state.pos, state.vel) if exact is None else exact
         rows = pack(pos, vel, np.zeros((state.n, 3)), np.zeros(state.n), state.mass,
-                    state.radius, ids, state.component, state.galaxy)
-        rows = self._redistribute(rows)
-        self.ids = rows[:, 12].astype(np.int64)
+                    state.radius, state.component, state.galaxy, self.row_dtype)
+        rows, self.ids = self._redistribute(rows, ids)
         self._load_rows(rows, rows_state(rows, state.time, state.meta))
 
     def local_view(self, exact: bool) -> tuple:
@@ -71,24 +73,27 @@ class RankMixin:
             raise EngineError(f"another process stopped: {what} failed there (its message "
                               "comes first)")
 
-    def _redistribute(self, rows: np.ndarray) -> np.ndarray:
-        """The new splitters from the key sample, then the exchange; rows sorted by id."""
+    def _redistribute(self, rows: np.ndarray, ids: np.ndarray):
+        """The new splitters from the key sample, then the exchange: (rows, ids) now here,
+        sorted by id."""
         t0 = perf_counter()
-        pos32 = rows[:, 0:3].astype(np.float32)
+        pos32 = rows[:, POS].astype(np.float32)
         cube = decompose.global_cube(self.comm, pos32)
         keys = decompose.particle_keys(pos32, cube)
         cuts = decompose.splitters(self.comm, keys, self.cost)
         dest = decompose.owners(keys, cuts)
         t1 = perf_counter()
         rows = decompose.exchange(self.comm, rows, dest)
-        rows = rows[np.argsort(rows[:, 12], kind="stable")]
+        ids = decompose.exchange(self.comm, ids.astype(np.int64)[:, None], dest)[:, 0]
+        order = np.argsort(ids, kind="stable")
+        rows, ids = rows[order], ids[order]
         empty = self.comm.allreduce([len(rows) == 0], "max", "the domain sizes")[0]
         if empty:
             raise EngineError(f"a domain got no particles: too few particles ({self.comm.size} "
                               "processes) or all at one point; use fewer processes")
         self.parallel_ms["decompose"] = 1e3 * (t1 - t0)
         self.parallel_ms["exchange"] = 1e3 * (perf_counter() - t1)
-        return rows
+        return rows, ids
 
 
 class CPURank(RankMixin):
@@ -101,8 +106,8 @@ class CPURank(RankMixin):
     def _load_rows(self, rows: np.ndarray, local: ParticleState) -> None:
         self.load(local)
         s = self.system
-        if not np.array_equal(s.pos, rows[:, 0:3]):  # float64 given: forces at those
-            s.pos, s.vel = rows[:, 0:3].copy(), rows[:, 3:6].copy()
+        if not np.array_equal(s.pos, rows[:, POS]):  # float64 given: forces at those
+            s.pos, s.vel = rows[:, POS].copy(), rows[:, VEL].copy()
             self.integrator.start()
 
     def local_view(self, exact: bool) -> tuple:
@@ -112,13 +117,12 @@ class CPURank(RankMixin):
 
     def _step(self) -> None:
         s, loaded = self.system, self._loaded
-        rows = pack(s.pos, s.vel, s.acc, s.pot, s.mass, s.radius, self.ids, loaded.component,
+        rows = pack(s.pos, s.vel, s.acc, s.pot, s.mass, s.radius, loaded.component,
                     loaded.galaxy)
-        rows = self._redistribute(rows)
-        s.pos, s.vel, s.acc = rows[:, 0:3].copy(), rows[:, 3:6].copy(), rows[:, 6:9].copy()
-        s.pot, s.mass, s.radius = rows[:, 9].copy(), rows[:, 10].copy(), rows[:, 11].copy()
-        s.jerk = None
-        self.ids = rows[:, 12].astype(np.int64)
+        rows, self.ids = self._redistribute(rows, self.ids)
+        s.pos, s.vel, s.acc = rows[:, POS].copy(), rows[:, VEL].copy(), rows[:, ACC].copy()
+        s.pot, s.mass = rows[:, POT].copy(), rows[:, MASS].copy()
+        s.radius, s.jerk = rows[:, RADIUS].copy(), None
         self._loaded = rows_state(rows, self._time, loaded.meta)
         super()._step()
 
