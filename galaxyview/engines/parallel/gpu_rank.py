@@ -90,6 +90,7 @@ class GPURank(RankMixin, GPUEngine):
 
     def step(self, n: int = 1) -> None:
         for _ in range(self._step_count(n)):
+            self.parallel_ms.update(decompose=0.0, exchange=0.0)  # this step's, if any
             if self._since >= self.every:
                 self._rebalance()
             super().step(1)
