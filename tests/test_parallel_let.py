@@ -119,3 +119,50 @@ def test_device_forest_links_every_let_under_one_open_root():
     at = np.r_[1, 4 + np.arange(len(cells) - 1)]  # the first LET: its root, then its cells
     assert np.allclose(np.c_[q0[at], q1[at, :2]] / 3, cells[:, 4:10], rtol=1e-6, atol=1e-9)
     assert np.allclose(q1[at, 2], 0.5 * cells[:, 4:7].sum(axis=1), rtol=1e-6, atol=1e-9)
+
+
+def _walk_device_forest(x, mac, cell_mass, link, pos_all, pp_leaf):
+    """The GPU walk's decisions (kernels/nbody_walk.cu) for one target point: the mass it
+    reaches and its monopole acceleration (cells at their centre of mass, pairs exact)."""
+    mass, acc, stack = 0.0, np.zeros(3), [0]
+    while stack:
+        c = stack.pop()
+        d = mac[c, :3].astype(np.float64) - x
+        far = float(d @ d) > mac[c, 3]
+        first, count = link[c]
+        if count < 0 and (not far or -count <= pp_leaf):
+            src = pos_all[first:first - count]
+            r = src[:, :3].astype(np.float64) - x
+            mass += src[:, 3].sum()
+            acc += (src[:, 3, None] * r / np.linalg.norm(r, axis=1)[:, None] ** 3).sum(0)
+        elif far:
+            m = cell_mass[c]
+            mass += m
+            acc += m * d / np.linalg.norm(d) ** 3
+        else:
+            stack.extend(range(first, first + count))
+    return mass, acc
+
+
+@pytest.mark.parametrize("pp_leaf", [0, 8])
+def test_device_forest_walked_as_the_gpu_walks_reaches_all_remote_mass(pp_leaf):
+    """No cell sent as a multipole only is opened by a particle inside the domain box, so
+    every remote particle's mass is reached once; the forces match the direct sum."""
+    rng = np.random.default_rng(11)
+    local = rng.uniform(-1, 1, (200, 3)).astype(np.float32)
+    lets, remote = [], []
+    for shift in ([2.5, 0, 0], [0, -2.2, 0.5]):
+        pos = (rng.standard_normal((3000, 3)) * 0.6 + shift).astype(np.float32)
+        tree = build_tree(pos, np.full(3000, 1 / 3000, np.float32))
+        lets.append(let.export(tree, let.opening_radii2(tree, 0.4), let.domain_box(local),
+                               pp_leaf))
+        remote.append(pos)
+    mac, q0, q1, link, pos4 = let.device_forest(lets, len(local))
+    pos_all = np.concatenate([np.c_[local, np.zeros(len(local))], pos4]).astype(np.float32)
+    src = np.concatenate(remote).astype(np.float64)
+    for x in local[:25].astype(np.float64):
+        m, a = _walk_device_forest(x, mac, q1[:, 3], link, pos_all, pp_leaf)
+        assert m == pytest.approx(2.0, rel=1e-5)
+        r = src - x
+        ref = (r / np.linalg.norm(r, axis=1)[:, None] ** 3).sum(0) / 3000
+        assert np.linalg.norm(a - ref) < 0.02 * np.linalg.norm(ref)  # monopoles at theta 0.4
