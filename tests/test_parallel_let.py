@@ -166,3 +166,13 @@ def test_device_forest_walked_as_the_gpu_walks_reaches_all_remote_mass(pp_leaf):
         r = src - x
         ref = (r / np.linalg.norm(r, axis=1)[:, None] ** 3).sum(0) / 3000
         assert np.linalg.norm(a - ref) < 0.02 * np.linalg.norm(ref)  # monopoles at theta 0.4
+
+
+def test_hilbert_keys_walk_the_grid_one_neighbour_at_a_time():
+    side = np.arange(8, dtype=np.uint64)
+    grid = np.stack(np.meshgrid(side, side, side, indexing="ij"), -1).reshape(-1, 3)
+    keys = decompose.hilbert_keys(grid + np.uint64(1 << 10))  # an aligned block inside
+    assert len(np.unique(keys)) == 512
+    assert int(keys.max() - keys.min()) == 511  # an aligned block is one stretch of keys
+    path = grid[np.argsort(keys)].astype(np.int64)
+    assert (np.abs(np.diff(path, axis=0)).sum(axis=1) == 1).all()  # each step to a neighbour
