@@ -86,6 +86,10 @@ def _boxes(key, comm, data, lo, hi):
     return _engines[key].tree_boxes(lo, hi)
 
 
+def _memory(key, comm, data):
+    return _engines[key].device_memory_bytes()
+
+
 def _close(key, comm, data):
     engine = _engines.pop(key, None)
     if engine is not None:
@@ -93,7 +97,8 @@ def _close(key, comm, data):
 
 
 COMMANDS = {f.__name__.lstrip("_"): f for f in
-            (_create, _load, _step, _set_params, _state, _energies, _centre, _boxes, _close)}
+            (_create, _load, _step, _set_params, _state, _energies, _centre, _boxes, _memory,
+             _close)}
 
 
 def _run(comm, key, name, data, args):
@@ -275,6 +280,11 @@ class ParallelEngine(Engine):
             return None
         parts = [b for b in self._call("boxes", None, level_lo, level_hi) if b is not None]
         return np.concatenate(parts) if parts else None
+
+    def device_memory_bytes(self) -> int | None:
+        """Device memory of all the ranks together (None for CPU ranks)."""
+        held = self._call("memory", None)
+        return None if any(b is None for b in held) else int(sum(held))
 
     def close(self) -> None:
         if self._key is not None:
