@@ -20,6 +20,7 @@ from galaxyview.errors import EngineError
 from galaxyview.model.exact import ExactState
 from galaxyview.model.state import ParticleState
 
+
 def make_rank_engine(backend: str, params, gravity, comm):
     """The rank's engine: the numba engine ("cpu"), the numpy one ("reference") or the GPU
     engine on the GPU of the process's local rank ("gpu")."""
@@ -108,7 +109,10 @@ def _run(comm, key, name, data, args):
     except EngineError as exc:
         return False, str(exc)
     except MemoryError:
-        return False, f"rank {comm.rank}: out of memory; use more processes or fewer particles"
+        return False, (f"process {comm.rank}: out of memory; use more processes or fewer "
+                       "particles")
+    except Exception as exc:  # a fault here must still answer, or rank 0 would wait
+        return False, f"process {comm.rank}: {name} failed: {type(exc).__name__}: {exc}"
 
 
 def serve(comm: Comm | None = None) -> int:
@@ -159,17 +163,13 @@ class ParallelEngine(Engine):
         answers = self.comm.gather(mine, what=f"the answers to {name}")
         for rank, (ok, value) in enumerate(answers):
             if not ok:
-                raise EngineError(value if value.startswith("rank") or self.comm.size == 1
+                raise EngineError(value if value.startswith("process") or self.comm.size == 1
                                   else f"{value} (process {rank})")
         return [value for _, value in answers]
 
     @property
     def device_name(self) -> str:
         return f"{self.comm.size} MPI processes, each {self._device}"
-
-    @property
-    def processes(self) -> int:
-        return self.comm.size
 
     # -- state -------------------------------------------------------------------------------
     def load(self, state: ParticleState, exact: ExactState | None = None) -> None:

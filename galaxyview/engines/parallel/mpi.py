@@ -90,7 +90,7 @@ class Comm:
         while not request.Test():
             waited = time.monotonic() - start
             if waited > limit:
-                self.abort(f"rank {self.rank}: no answer to {what} from the other processes "
+                self.abort(f"process {self.rank}: no answer to {what} from the other processes "
                            f"within {limit:g} s: one of them died or hangs")
             time.sleep(pause)
             pause = min(2 * pause, 2e-3)
