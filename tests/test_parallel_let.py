@@ -176,3 +176,25 @@ def test_hilbert_keys_walk_the_grid_one_neighbour_at_a_time():
     assert int(keys.max() - keys.min()) == 511  # an aligned block is one stretch of keys
     path = grid[np.argsort(keys)].astype(np.int64)
     assert (np.abs(np.diff(path, axis=0)).sum(axis=1) == 1).all()  # each step to a neighbour
+
+
+def test_a_gpu_tree_on_the_host_exports_the_same_let():
+    """gpu_rank.host_tree (the device tree in download_tree's terms, r_open^2 as stored)
+    gives the LET the CPU tree gives."""
+    from galaxyview.engines.parallel.gpu_rank import host_tree
+
+    rng = np.random.default_rng(2)
+    tree = build_tree(rng.standard_normal((4000, 3)).astype(np.float32),
+                      np.full(4000, 0.25, np.float32))
+    r_open2 = let.opening_radii2(tree, 0.6)
+    cells = dict(pos=tree.pos, mass=tree.mass, body_begin=tree.body_begin,
+                 body_count=tree.body_count, child_begin=tree.child_begin,
+                 child_count=tree.child_count, com=tree.com, r_open2=r_open2,
+                 cell_mass=tree.cell_mass, quad=tree.quad)
+    box = np.array([2, -1, -1, 4, 1, 1], np.float32)
+    cpu_cells, cpu_particles = let.export(tree, r_open2, box, pp_leaf=4)
+    gpu_cells, gpu_particles = let.export(host_tree(cells, 16), r_open2, box, pp_leaf=4)
+    keep = np.r_[0:10, 12:17]  # all but the CPU walks' size and delta
+    assert np.array_equal(cpu_cells[:, keep], gpu_cells[:, keep])
+    assert np.array_equal(cpu_particles, gpu_particles)
+    assert 1 < len(gpu_cells) < tree.n_cells

@@ -70,8 +70,11 @@ def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
     rows[:, _COM:_COM + 3] = tree.com[cells]
     rows[:, _MASS] = tree.cell_mass[cells]
     rows[:, _QUAD:_QUAD + 6] = tree.quad[cells]
-    rows[:, _SIZE] = tree.size[cells]
-    rows[:, _DELTA] = tree.delta[cells]
+    if tree.size is not None:  # the CPU walks' opening radii come from these
+        rows[:, _SIZE] = tree.size[cells]
+        rows[:, _DELTA] = tree.delta[cells]
+    else:  # a GPU tree brings its r_open^2 only
+        rows[:, _SIZE:_DELTA + 1] = 0
     rows[:, _KID0] = np.where(kids > 0, np.searchsorted(cells, tree.child_begin[cells]), 0)
     rows[:, _KIDS] = kids
     rows[:, _BODY0] = body0
