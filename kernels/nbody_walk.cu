@@ -3,6 +3,8 @@
 // Bonsai's MAC (d > l/theta + delta, d from the group's box to the centre of mass); accepted
 // cells and the particles of opened (or accepted tiny) leaves are compacted with ballots and
 // prefix sums into shared-memory lists; every full list of 32 is evaluated from a shared tile.
+// walk_ext adds forces on an active subset (groups of the compacted active particles, through
+// idx) and the relative MAC (G M l^2 / d^4 <= alpha |a_old|, with d > l + delta in cell_mac).
 #ifndef WALK_THREADS
 #define WALK_THREADS 256
 #endif
@@ -137,24 +139,36 @@ struct WalkArgs {
     unsigned long long* status;
     float eps2, G;
     int pp_leaf;  // accepted leaves of at most this many particles give p-p pairs
+    const int* idx;    // walk_ext: the group's particles are idx[gb..gb+gc) (null: gb..gb+gc)
+    const float* ml2;  // walk_ext: M l^2 a cell for the relative MAC (null: Bonsai's MAC)
+    float alpha;
 };
 
-template <int NI, bool GUARD>
+// EXT: the walk_ext features (particles through A.idx, the relative MAC), compiled out of walk.
+template <int NI, bool GUARD, bool EXT>
 __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, int* stack,
                            int& e_pp, int& e_pc)
 {
     const int lane = threadIdx.x & 31;
     float x[NI], y[NI], z[NI], m[NI], ax[NI], ay[NI], az[NI], pot[NI];
-    const float4 p0 = A.pos[gb];
+    int si[NI];  // the particles' places in the sorted order
+    const int s0 = EXT && A.idx ? A.idx[gb] : gb;
+    const float4 p0 = A.pos[s0];
     float mn[3] = {p0.x, p0.y, p0.z}, mx[3] = {p0.x, p0.y, p0.z};
+    float amin = INFINITY;  // the relative MAC: the group's smallest last |a|
 #pragma unroll
     for (int k = 0; k < NI; k++) {
         const int i = lane + 32 * k;
-        const float4 p = i < gc ? A.pos[gb + i] : p0;
+        si[k] = i < gc ? (EXT && A.idx ? A.idx[gb + i] : gb + i) : s0;
+        const float4 p = A.pos[EXT ? si[k] : (i < gc ? gb + i : gb)];
         x[k] = p.x; y[k] = p.y; z[k] = p.z; m[k] = p.w;
         ax[k] = ay[k] = az[k] = pot[k] = 0.f;
         mn[0] = fminf(mn[0], p.x); mn[1] = fminf(mn[1], p.y); mn[2] = fminf(mn[2], p.z);
         mx[0] = fmaxf(mx[0], p.x); mx[1] = fmaxf(mx[1], p.y); mx[2] = fmaxf(mx[2], p.z);
+        if (EXT && A.ml2) {
+            const float4 a = A.acc[si[k]];
+            amin = fminf(amin, sqrtf(a.x * a.x + a.y * a.y + a.z * a.z));
+        }
     }
 #pragma unroll
     for (int a = 0; a < 3; a++)
@@ -162,8 +176,15 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
             mn[a] = fminf(mn[a], __shfl_xor_sync(FULL_MASK, mn[a], o));
             mx[a] = fmaxf(mx[a], __shfl_xor_sync(FULL_MASK, mx[a], o));
         }
+    float ginv = 0.f;  // G / (alpha |a|_min)
+    if (EXT && A.ml2) {
+        for (int o = 16; o > 0; o >>= 1) amin = fminf(amin, __shfl_xor_sync(FULL_MASK, amin, o));
+        ginv = (float)((double)A.G / ((double)A.alpha * (double)amin));
+    }
+    const int s_lo = s0, s_hi = EXT && A.idx ? A.idx[gb + gc - 1] : gb + gc - 1;
     const unsigned lt_mask = (1u << lane) - 1u;
     unsigned long long self = 0;  // group particles whose own leaf gave p-p pairs
+    unsigned mine = 0;  // EXT with idx: bit k: particle k's own leaf gave p-p pairs
     int top = 1, npc = 0, npp = 0;
     if (lane == 0) stack[0] = 0;
     __syncwarp();
@@ -204,8 +225,10 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
             const float dx = fmaxf(fmaxf(mn[0] - mac.x, mac.x - mx[0]), 0.f);
             const float dy = fmaxf(fmaxf(mn[1] - mac.y, mac.y - mx[1]), 0.f);
             const float dz = fmaxf(fmaxf(mn[2] - mac.z, mac.z - mx[2]), 0.f);
-            const bool far = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)),
-                                       __fmul_rn(dz, dz)) > mac.w;
+            const float d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)),
+                                       __fmul_rn(dz, dz));
+            bool far = d2 > mac.w;
+            if (EXT && A.ml2) far = far && __fmul_rn(d2, d2) > __fmul_rn(A.ml2[c], ginv);
             // an opened leaf, or an accepted one of <= pp_leaf particles (exact pairs cost
             // less than its multipole), gives p-p pairs
             if (link.y < 0 && (!far || -link.y <= A.pp_leaf)) {
@@ -231,7 +254,19 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
             top += pushed;
         }
         // particles of opened leaves -> p-p list
-        if (leaf_n) {
+        if (EXT && A.idx) {  // which of the group's particles lie in this round's leaves
+            unsigned hits = __ballot_sync(FULL_MASK, leaf_n && leaf_first <= s_hi
+                                                     && leaf_first + leaf_n > s_lo);
+            while (hits) {
+                const int src = __ffs(hits) - 1;
+                hits &= hits - 1;
+                const int lf = __shfl_sync(FULL_MASK, leaf_first, src);
+                const int le = lf + __shfl_sync(FULL_MASK, leaf_n, src);
+#pragma unroll
+                for (int k = 0; k < NI; k++)
+                    if (si[k] >= lf && si[k] < le) mine |= 1u << k;
+            }
+        } else if (leaf_n) {
             const int lo = max(leaf_first, gb) - gb, hi = min(leaf_first + leaf_n, gb + gc) - gb;
             if (lo < hi)
                 self |= (hi >= 64 ? ~0ull : (1ull << hi) - 1ull) & ~((1ull << lo) - 1ull);
@@ -252,9 +287,44 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
     for (int k = 0; k < NI; k++) {
         const int i = lane + 32 * k;
         if (i < gc) {
-            if ((self >> i) & 1ull && A.eps2 > 0.f) pot[k] += m[k] * rsqrtf(A.eps2);  // self pair
-            A.acc[gb + i] = make_float4(A.G * ax[k], A.G * ay[k], A.G * az[k], A.G * pot[k]);
+            const bool own = EXT && A.idx ? (mine >> k) & 1u : (self >> i) & 1ull;
+            if (own && A.eps2 > 0.f) pot[k] += m[k] * rsqrtf(A.eps2);  // self pair
+            A.acc[EXT ? si[k] : gb + i] = make_float4(A.G * ax[k], A.G * ay[k], A.G * az[k], A.G * pot[k]);
         }
+    }
+}
+
+template <bool EXT>
+__device__ void walk_groups(const WalkArgs& A, const int* __restrict__ group_begin,
+                            const int* __restrict__ group_count, int* stacks)
+{
+    __shared__ WarpShared shared[WALK_WARPS];
+    if (A.status[ST_FLAGS] & (FLAG_CELLS | FLAG_GROUPS)) return;  // the host rebuilds, walks again
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    WarpShared& sh = shared[warp];
+    int* stack = stacks + (size_t)(blockIdx.x * WALK_WARPS + warp) * STACK_CAP;
+    const int ngroups = (int)A.status[ST_GROUPS];
+    unsigned long long n_pp = 0, n_pc = 0;
+    while (true) {
+        int g = 0;
+        if (lane == 0) g = (int)atomicAdd(&A.status[ST_WALK_NEXT], 1ull);
+        g = __shfl_sync(FULL_MASK, g, 0);
+        if (g >= ngroups) break;
+        const int gb = group_begin[g], gc = group_count[g];
+        int e_pp = 0, e_pc = 0;
+        if (A.eps2 > 0.f) {
+            if (gc > 32) walk_group<2, false, EXT>(A, gb, gc, sh, stack, e_pp, e_pc);
+            else walk_group<1, false, EXT>(A, gb, gc, sh, stack, e_pp, e_pc);
+        } else {
+            if (gc > 32) walk_group<2, true, EXT>(A, gb, gc, sh, stack, e_pp, e_pc);
+            else walk_group<1, true, EXT>(A, gb, gc, sh, stack, e_pp, e_pc);
+        }
+        n_pp += (unsigned long long)e_pp * gc;
+        n_pc += (unsigned long long)e_pc * gc;
+    }
+    if (lane == 0 && (n_pp || n_pc)) {
+        atomicAdd(&A.status[ST_PP], n_pp);
+        atomicAdd(&A.status[ST_PC], n_pc);
     }
 }
 
@@ -265,33 +335,21 @@ walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
      const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
      unsigned long long* status, float eps2, float G, int pp_leaf)
 {
-    __shared__ WarpShared shared[WALK_WARPS];
-    if (status[ST_FLAGS] & (FLAG_CELLS | FLAG_GROUPS)) return;  // the host rebuilds and walks again
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    WarpShared& sh = shared[warp];
-    int* stack = stacks + (size_t)(blockIdx.x * WALK_WARPS + warp) * STACK_CAP;
-    const int ngroups = (int)status[ST_GROUPS];
-    WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf};
-    unsigned long long n_pp = 0, n_pc = 0;
-    while (true) {
-        int g = 0;
-        if (lane == 0) g = (int)atomicAdd(&status[ST_WALK_NEXT], 1ull);
-        g = __shfl_sync(FULL_MASK, g, 0);
-        if (g >= ngroups) break;
-        const int gb = group_begin[g], gc = group_count[g];
-        int e_pp = 0, e_pc = 0;
-        if (eps2 > 0.f) {
-            if (gc > 32) walk_group<2, false>(A, gb, gc, sh, stack, e_pp, e_pc);
-            else walk_group<1, false>(A, gb, gc, sh, stack, e_pp, e_pc);
-        } else {
-            if (gc > 32) walk_group<2, true>(A, gb, gc, sh, stack, e_pp, e_pc);
-            else walk_group<1, true>(A, gb, gc, sh, stack, e_pp, e_pc);
-        }
-        n_pp += (unsigned long long)e_pp * gc;
-        n_pc += (unsigned long long)e_pc * gc;
-    }
-    if (lane == 0 && (n_pp || n_pc)) {
-        atomicAdd(&status[ST_PP], n_pp);
-        atomicAdd(&status[ST_PC], n_pc);
-    }
+    const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
+                     nullptr, nullptr, 0.f};
+    walk_groups<false>(A, group_begin, group_count, stacks);
+}
+
+// idx: the groups' particles through the active list (or null); ml2: the relative MAC (or null).
+extern "C" __global__ void __launch_bounds__(WALK_THREADS, WALK_MIN_BLOCKS)
+walk_ext(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
+         const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
+         const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
+         const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
+         unsigned long long* status, float eps2, float G, int pp_leaf, const int* idx,
+         const float* ml2, float alpha)
+{
+    const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
+                     idx, ml2, alpha};
+    walk_groups<true>(A, group_begin, group_count, stacks);
 }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from PyQt6.QtWidgets import QLabel
 
 
@@ -33,11 +35,19 @@ def modules_line(modules: dict) -> str:
 
 
 def blocks_line(ts) -> str:
-    """'block steps: 9 levels · 412 blocks a step · 0.81% active' from Engine.time_steps()."""
+    """'block steps: 9 levels · 412 blocks a step · 0.81% active' and the occupation of the
+    levels ('levels 2-10: 61% 22% ... <1%') from Engine.time_steps()."""
     if ts is None:
         return ""
-    return (f"block steps: {ts.levels} levels · {ts.block_steps:,} blocks a step · "
+    line = (f"block steps: {ts.levels} levels · {ts.block_steps:,} blocks a step · "
             f"{100 * ts.active_fraction:.2f}% active")
+    used = np.flatnonzero(ts.counts)
+    if used.size:
+        lo, hi = int(used[0]), int(used[-1])
+        share = 100 * ts.counts[lo:hi + 1] / ts.counts.sum()
+        line += f"\nlevels {lo}-{hi}: " + " ".join(
+            f"{s:.0f}%" if s >= 1 or s == 0 else "<1%" for s in share)
+    return line
 
 
 def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:

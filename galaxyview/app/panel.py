@@ -56,8 +56,13 @@ class ControlPanel(QWidget):
         self.theta.setToolTip("Opening angle: smaller is more accurate and slower")
         form.addRow("θ", self.theta)
         self.dt = NumberControl(1e-5, 0.5, 1 / 64, decimals=6, log=True)
-        self.dt.setToolTip("Shared leapfrog time step (N-body units)")
+        self.dt.setToolTip("Time step (N-body units): the shared step, or the largest one "
+                           "(dt_max) with individual time steps")
         form.addRow("dt", self.dt)
+        self.eta = NumberControl(1e-3, 1.0, 0.02, decimals=4, log=True)
+        self.eta.setToolTip("Accuracy of individual time steps (leapfrog-hier, Hermite): "
+                            "smaller gives smaller steps, more accurate and slower")
+        form.addRow("η", self.eta)
         self.eps = NumberControl(1e-4, 2.0, 0.05, decimals=4, log=True, zero_at_min=True)
         self.eps.setToolTip("Plummer softening length (N-body units)")
         form.addRow("ε", self.eps)

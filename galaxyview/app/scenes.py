@@ -15,7 +15,7 @@ from galaxyview.errors import GalaxyviewError
 
 OPEN_FILTER = ("Scenes, snapshots and archives (*.toml *.h5 *.hdf5 *.tipsy *.std *.bin *.dat);;"
                "All files (*)")
-PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε"}
+PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε", "eta": "η"}
 
 
 @dataclass
@@ -107,7 +107,7 @@ class SceneActions:
         p.n.setEnabled(sim.scene is not None)
         p.engine.setText(f"{sim.engine.device_name}\npositions by {self.session.source.path}")
         p.modules.setText(modules_line(sim.engine.modules))
-        for name in ("theta", "dt", "eps"):
+        for name in ("theta", "dt", "eps", "eta"):
             getattr(p, name).set_value(getattr(sim.engine.params, name))
         self._select_scene_item(self.source_name)
         self.setWindowTitle(f"galaxyview: {sim.name}")
@@ -134,7 +134,7 @@ class SceneActions:
             self.load(path)
 
     def set_param(self, name: str, value: float) -> None:
-        """theta, dt or eps for the next step (checked first)."""
+        """theta, dt, eps or eta for the next step (checked first)."""
         if self.session is None:
             return
         try:

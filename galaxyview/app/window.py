@@ -109,7 +109,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         p.open.clicked.connect(self.open_dialog)
         p.n.editingFinished.connect(self._n_changed)
         p.reset.clicked.connect(self.reset)
-        for name in ("theta", "dt", "eps"):
+        for name in ("theta", "dt", "eps", "eta"):
             getattr(p, name).committed.connect(lambda v, name=name: self.set_param(name, v))
         p.play.toggled.connect(self.set_playing)
         p.accuracy.toggled.connect(

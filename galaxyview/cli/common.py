@@ -5,7 +5,7 @@ import argparse
 
 from galaxyview.engines import BACKENDS, module_names
 from galaxyview.errors import ParameterError
-from galaxyview.model.params import check_dt, check_eps, check_theta
+from galaxyview.model.params import check_alpha, check_dt, check_eps, check_eta, check_theta
 
 
 def _checked(check):
@@ -26,6 +26,8 @@ def _checked(check):
 theta_type = _checked(check_theta)
 dt_type = _checked(check_dt)
 eps_type = _checked(check_eps)
+eta_type = _checked(check_eta)
+alpha_type = _checked(check_alpha)
 
 
 def whole_number(text: str) -> int:

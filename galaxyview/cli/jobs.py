@@ -50,6 +50,10 @@ def cmd_bench(args) -> int:
 
     if args.hermite:
         return _bench_hermite(args)
+    if args.hierarchical:
+        from galaxyview.cli.bench_hierarchical import bench_hierarchical
+
+        return bench_hierarchical(args)
     if args.compare:
         return _bench_compare(args)
     kind, why = resolve_backend(args.backend, args.device)

@@ -67,6 +67,29 @@ def build_parser() -> argparse.ArgumentParser:
                         "force error (default N: 16k 65k 262k)")
     p.add_argument("--sample", type=common.count_type, default=1024,
                    help="--compare: particles the force error is measured on (1024)")
+    p.add_argument("--hierarchical", choices=("solution", "mac", "equilibrium"),
+                   help="the GPU's individual time steps: 'solution' advances --scene to "
+                        "--until with the shared leapfrog at each --dt and the hierarchical one "
+                        "at --dt-max with each --eta (wall time, energy error); 'mac' times "
+                        "Bonsai's MAC (--theta) against the acceleration MAC (--alpha) at "
+                        "equal median force error; 'equilibrium' checks a Plummer sphere's "
+                        "Lagrangian radii over --until")
+    p.add_argument("--scene", default=None, help="--hierarchical: scene (mw-andromeda; "
+                                                 "'plummer' for a Plummer sphere)")
+    p.add_argument("--until", type=common.positive_number, default=None,
+                   help="--hierarchical: N-body time to advance (default: 1 Gyr in the "
+                        "scene's units; 10 crossing times for equilibrium)")
+    p.add_argument("--dt", type=common.dt_type, nargs="+", default=None,
+                   help="--hierarchical solution: shared steps (default: the scene's, /2, /4)")
+    p.add_argument("--dt-max", type=common.dt_type, default=None,
+                   help="--hierarchical: the largest individual step (default: 2x the scene's)")
+    p.add_argument("--eta", type=common.eta_type, nargs="+", default=None,
+                   help="--hierarchical: time-step accuracies (default: 0.02 0.01)")
+    p.add_argument("--refit", type=common.positive_number, default=None, metavar="FRACTION",
+                   help="--hierarchical solution: also run each hierarchical case with tree "
+                        "refits up to this active fraction")
+    p.add_argument("--alpha", type=common.alpha_type, nargs="+", default=None,
+                   help="--hierarchical mac: relative MAC tolerances (default: 0.02 to 1e-4)")
     common.add_backend(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -8,13 +8,15 @@ from typing import Callable, Optional
 @dataclass(frozen=True)
 class DeviceParticles:
     """Device pointers (float4 each) of the particles in the engine's current order: pos4
-    (x, y, z, mass), vel4 (vx, vy, vz, Component code as float), acc4 (ax, ay, az, phi).
+    (x, y, z, mass), vel4 (vx, vy, vz, Component code as float), acc4 (ax, ay, az, phi); ids
+    (uint32: each particle's index in the loaded state; 0 where the engine keeps none).
     Valid until the next force evaluation (its sort moves the particles)."""
 
     pos4: int
     vel4: int
     acc4: int
     n: int
+    ids: int = 0
 
 
 @dataclass(frozen=True)

@@ -174,10 +174,14 @@ class Engine(abc.ABC):
         """Simulation time in N-body units."""
 
     # -- parameters --------------------------------------------------------------------------
-    def set_params(self, theta=None, dt=None, eps=None, eta=None) -> None:
-        """Change theta, dt, eps or eta; they take effect on the next step (values checked)."""
-        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta)
-        forces_changed = new.theta != self.params.theta or new.eps != self.params.eps
+    def set_params(self, theta=None, dt=None, eps=None, eta=None, mac=None,
+                   alpha=None) -> None:
+        """Change theta, dt, eps, eta or the MAC (mac, alpha); they take effect on the next
+        step (values checked); the forces are evaluated again when the force parameters
+        changed."""
+        new = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta, mac=mac, alpha=alpha)
+        forces_changed = any(getattr(new, k) != getattr(self.params, k)
+                             for k in ("theta", "eps", "mac", "alpha"))
         self.params = new
         if forces_changed:
             self._on_force_params_changed()

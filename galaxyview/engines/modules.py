@@ -143,6 +143,9 @@ INTEGRATORS.add("hermite4", cpu="galaxyview.engines.integrators.hermite_cpu:Herm
                 gpu="galaxyview.engines.integrators.hermite_gpu:Hermite4")
 INTEGRATORS.add("hermite4-shared", cpu="galaxyview.engines.integrators.hermite_cpu:Hermite4Shared",
                 gpu="galaxyview.engines.integrators.hermite_gpu:Hermite4Shared")
+INTEGRATORS.add("leapfrog-hier",
+                cpu="galaxyview.engines.integrators.leapfrog_hier_cpu:HierarchicalLeapfrog",
+                gpu="galaxyview.engines.integrators.leapfrog_hier_gpu:HierarchicalLeapfrog")
 BOUNDARIES.add("open", cpu=Boundary, gpu=Boundary)  # nothing to do: space is open
 COLLISIONS.add("none", cpu=Collision, gpu=Collision)  # point masses pass through each other
 

@@ -64,7 +64,8 @@ class PlaybackEngine(Engine):
     def time(self) -> float:
         return self._need().state.time
 
-    def set_params(self, theta=None, dt=None, eps=None, eta=None) -> None:
+    def set_params(self, theta=None, dt=None, eps=None, eta=None, mac=None,
+                   alpha=None) -> None:
         raise EngineError("a stored run plays back as it was computed; its parameters are "
                           "fixed (open a single snapshot to simulate with others)")
 

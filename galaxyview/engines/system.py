@@ -8,6 +8,7 @@ with the jerk where the gravity module provides it.
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,9 +54,22 @@ class HostSystem(System):
     radius: np.ndarray
 
 
+@dataclass(frozen=True)
+class DeviceActive:
+    """An active subset on the device, for DeviceSystem.forces: the particles whose level
+    (`level`: a device array of int32 indexed by particle id, as DeviceParticles.ids gives
+    it) is >= kmin; `count` of them."""
+
+    level: int
+    kmin: int
+    count: int
+
+
 class DeviceSystem(System):
     """Particles live on the device, in the engine's current order (the tree's sort moves them
-    at every force evaluation: ask `particles()` again after `forces()`)."""
+    at every force evaluation: ask `particles()` again after `forces()`). `forces(active)`
+    takes a DeviceActive: only those particles get new accelerations (the others keep theirs
+    or hold stale values)."""
 
     kind = "gpu"
 

@@ -15,7 +15,7 @@ from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 
 # Params fields the forces depend on: stored forces are reused only where these agree.
-FORCE_KEYS = ("theta", "eps", "G", "n_leaf", "n_crit")
+FORCE_KEYS = ("theta", "eps", "G", "n_leaf", "n_crit", "mac", "alpha")
 
 
 @dataclass

@@ -14,6 +14,7 @@ EPS_MAX = 1.0e19  # eps**2 stays finite in float32
 TREE_MAX_LEVEL = 21  # deepest octree level: 63-bit Morton keys, 21 bits per axis
 BLOCK_LEVELS_MAX = 40  # block steps are dt / 2^k; time is counted in 2^-40 dt ticks
 MODULE_KINDS = ("integrator", "boundary", "collision")
+MACS = ("bonsai", "acceleration")  # multipole acceptance criteria of the tree walk
 _MODULE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 
 
@@ -27,10 +28,13 @@ class Params:
     n_leaf: most particles in a leaf cell (cells at the deepest key level may hold more)
     n_crit: most particles in a group that walks the tree together
     G: gravitational constant (1 in N-body units)
-    eta: accuracy of per-particle time steps, 0 < eta <= 1 (Aarseth's criterion for the
-      Hermite integrators; smaller is more accurate)
+    eta: accuracy of per-particle time steps, 0 < eta <= 1, smaller is more accurate (Aarseth's
+      criterion for the Hermite integrators; sqrt(2 eta eps / |a|) for the hierarchical leapfrog)
     block_levels: deepest level of block time steps: the smallest step is dt / 2^block_levels
       (dt is then the largest step and the interval at which all particles are synchronised)
+    mac: the tree's multipole acceptance criterion: "bonsai" (geometric, d > l/theta + delta) or
+      "acceleration" (GADGET's relative one: G M l^2 / d^4 <= alpha |a_old|, and d > l + delta)
+    alpha: tolerance of the acceleration MAC, 0 < alpha <= 1 (smaller is more accurate)
     integrator, boundary, collision: the physics modules by name (engines.modules lists them;
     the engine checks the names when it is created)
     """
@@ -43,6 +47,8 @@ class Params:
     G: float = 1.0
     eta: float = 0.02
     block_levels: int = 30
+    mac: str = "bonsai"
+    alpha: float = 0.0025
     integrator: str = "leapfrog"
     boundary: str = "open"
     collision: str = "none"
@@ -62,6 +68,9 @@ class Params:
                 and 0 <= self.block_levels <= BLOCK_LEVELS_MAX):
             raise ParameterError(f"block_levels must be an integer in 0..{BLOCK_LEVELS_MAX}, "
                                  f"got {self.block_levels!r}")
+        if self.mac not in MACS:
+            raise ParameterError(f"mac must be one of {', '.join(MACS)}, got {self.mac!r}")
+        object.__setattr__(self, "alpha", check_alpha(self.alpha))
         for kind in MODULE_KINDS:
             check_module_name(kind, getattr(self, kind))
 
@@ -116,6 +125,13 @@ def check_eta(eta) -> float:
         raise _number("eta", eta, "in (0, 1]; 0.01-0.03 is usual for Hermite, smaller is more "
                                   "accurate and slower")
     return float(eta)
+
+
+def check_alpha(alpha) -> float:
+    if not (_finite(alpha) and 0 < float(alpha) <= 1):
+        raise _number("alpha", alpha, "in (0, 1]; 0.001-0.005 is usual for the acceleration "
+                                      "MAC, smaller is more accurate and slower")
+    return float(alpha)
 
 
 def check_module_name(kind: str, name) -> str:

@@ -3,9 +3,8 @@
   [scene]  name, description, seed, n_gpu; n_cpu (optional with story_time); story_time
   [units]  optional: length_kpc or length_pc, mass_1e10msun or mass_msun (without it: N-body
            units)
-  [params] optional: theta, dt, eps, eta, block_levels (N-body units; defaults from Params);
-           integrator,
-           boundary, collision (physics modules by name)
+  [params] optional: theta, dt, eps, eta, block_levels, mac, alpha (N-body units; defaults
+           from Params); integrator, boundary, collision (physics modules by name)
   [model]  type = "<registered model>" plus that model's own keys
 docs/scene-format.md describes the format for users and model writers.
 """
@@ -21,8 +20,8 @@ import numpy as np
 from galaxyview.errors import GalaxyviewError, ParameterError, SceneError
 from galaxyview.model import ics
 from galaxyview.model.pace import Pace, cpu_pace
-from galaxyview.model.params import (BLOCK_LEVELS_MAX, EPS_MAX, MODULE_KINDS, THETA_MAX, Params,
-                                     check_module_name)
+from galaxyview.model.params import (BLOCK_LEVELS_MAX, EPS_MAX, MACS, MODULE_KINDS, THETA_MAX,
+                                     Params, check_module_name)
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
 from galaxyview.model.validate import Table
@@ -148,6 +147,10 @@ def _params(table: Table | None) -> Params:
     eps = table.number("eps", default.eps, lo=0, hi=EPS_MAX)
     eta = table.number("eta", default.eta, lo=0, hi=1, lo_open=True)
     levels = table.integer("block_levels", default.block_levels, lo=0, hi=BLOCK_LEVELS_MAX)
+    mac = table.string("mac", default.mac)
+    if mac not in MACS:
+        raise table.error("mac", mac, f"choose one of {', '.join(MACS)}")
+    alpha = table.number("alpha", default.alpha, lo=0, hi=1, lo_open=True)
     names = {}
     for kind in MODULE_KINDS:
         name = table.string(kind, getattr(default, kind))
@@ -156,7 +159,8 @@ def _params(table: Table | None) -> Params:
         except ParameterError as exc:
             raise table.error(kind, name, str(exc)) from None
     table.finish()
-    return default.with_(theta=theta, dt=dt, eps=eps, eta=eta, block_levels=levels, **names)
+    return default.with_(theta=theta, dt=dt, eps=eps, eta=eta, block_levels=levels, mac=mac,
+                          alpha=alpha, **names)
 
 
 # -- finding and loading ------------------------------------------------------------------------

@@ -13,10 +13,11 @@ import numpy as np
 from galaxyview.engines import modules
 from galaxyview.engines.base import PHASES, Checkpoint, Energies, Engine, StepStats
 from galaxyview.engines.cpu.direct import direct_forces, direct_forces_jerk
-from galaxyview.engines.cpu.groups import make_groups
+from galaxyview.engines.cpu.groups import groups_with, make_groups
 from galaxyview.engines.cpu.multipoles import compute_multipoles
 from galaxyview.engines.cpu.tree import Tree, build_cells, sort_particles
 from galaxyview.engines.cpu.forces import tree_forces
+from galaxyview.engines.cpu.walk import AccelerationMAC
 from galaxyview.engines.system import HostSystem
 from galaxyview.errors import EngineError
 from galaxyview.model import diagnostics
@@ -81,6 +82,7 @@ class CPUEngine(Engine):
         self.integrator, self.boundary, self.collision = modules.create(self.params, "cpu",
                                                                         self.system)
         self._time = 0.0
+        self._acc_known = False  # system.acc holds forces of the state (the relative MAC's)
 
     @property
     def device_name(self) -> str:
@@ -98,6 +100,7 @@ class CPUEngine(Engine):
         s.mass = state.mass.astype(np.float64)
         s.radius = state.radius.astype(np.float64)
         s.acc, s.pot, s.jerk = np.zeros_like(s.pos), np.zeros_like(s.mass), None
+        self._acc_known = False
         self._time = float(state.time)
         self.steps_done = 0
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
@@ -134,7 +137,8 @@ class CPUEngine(Engine):
         self.steps_done = int(exact.steps)
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         s.jerk = None
-        if exact.forces_reusable(self.name, self.gravity, self.params):
+        self._acc_known = exact.forces_reusable(self.name, self.gravity, self.params)
+        if self._acc_known:
             s.acc, s.pot = np.array(exact.acc, np.float64), np.array(exact.pot, np.float64)
         else:
             s.acc, s.pot = np.zeros_like(s.pos), np.zeros_like(s.mass)
@@ -204,7 +208,7 @@ class CPUEngine(Engine):
                 acc, pot, jerk = direct_forces_jerk(pos, vel, mass, p.eps, p.G, targets=active)
             timings["walk"] += perf_counter() - t0
             pp, pc = n * (n if active is None else len(acc)), 0
-        else:  # the walk serves every group: an active subset is read off all forces
+        else:  # an active subset: only the groups holding active particles walk
             t0 = perf_counter()
             sorted_ = self._sort(pos.astype(np.float32), mass)
             t1 = perf_counter()
@@ -212,7 +216,15 @@ class CPUEngine(Engine):
             t2 = perf_counter()
             self._multipoles(tree)
             t3 = perf_counter()
-            acc_s, pot_s, pp, pc = self._walk(tree)
+            walking = tree
+            if active is not None:
+                mask = np.zeros(n, bool)
+                mask[active] = True
+                walking = groups_with(tree, mask[tree.order])
+            amac = None
+            if p.mac == "acceleration" and self._acc_known:  # else Bonsai's, as GADGET's first
+                amac = AccelerationMAC.of(walking, self.system.acc[tree.order], p.G, p.alpha)
+            acc_s, pot_s, pp, pc = self._walk(walking, amac)
             acc, pot = np.empty_like(acc_s), np.empty_like(pot_s)
             acc[tree.order], pot[tree.order] = acc_s, pot_s
             if active is not None:
@@ -224,6 +236,7 @@ class CPUEngine(Engine):
             self.tree = tree
         s = self.system
         s.pp, s.pc = s.pp + pp, s.pc + pc
+        self._acc_known = self._acc_known or active is None
         self.stats = StepStats({k: 1e3 * v for k, v in timings.items()}, s.pp, s.pc, n)
         return acc, pot, jerk
 
@@ -239,9 +252,9 @@ class CPUEngine(Engine):
     def _multipoles(self, tree: Tree) -> None:
         compute_multipoles(tree)
 
-    def _walk(self, tree: Tree):
+    def _walk(self, tree: Tree, amac: AccelerationMAC | None = None):
         p = self.params
-        return tree_forces(tree, p.theta, p.eps, p.G)
+        return tree_forces(tree, p.theta, p.eps, p.G, amac=amac)
 
     def _on_force_params_changed(self) -> None:
         if self._loaded is not None:

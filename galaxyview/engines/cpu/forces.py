@@ -62,13 +62,13 @@ def pad_index(first: np.ndarray, count: np.ndarray, width: int):
 class _Shared:
     """What every part of one force evaluation reads."""
 
-    def __init__(self, tree: Tree, theta: float, eps: float, quadrupole: bool):
+    def __init__(self, tree: Tree, theta: float, eps: float, quadrupole: bool, amac=None):
         self.tree, self.quadrupole = tree, quadrupole
         self.eps2 = np.float32(eps) * np.float32(eps)
         self.pos = [np.ascontiguousarray(tree.pos[:, k]) for k in range(3)]
         self.centre = 0.5 * sum(group_boxes(tree))  # the frame of the cell kernel
         self.cells = np.concatenate([tree.com, tree.cell_mass[:, None], tree.quad], 1).T.copy()
-        self.walker = Walker(tree, theta)
+        self.walker = Walker(tree, theta, amac)
         self.local = threading.local()
 
     def workspace(self) -> kernels.Workspace:
@@ -159,12 +159,13 @@ class _Part:
 
 
 def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0, quadrupole: bool = True,
-                workers: int | None = None):
+                workers: int | None = None, amac=None):
     """Accelerations (N, 3) and potentials (N,), float64, in the tree's sorted order, and the
     pp and pc interaction counts. A particle's pair with itself is left out; without
     softening, so are pairs at zero distance. quadrupole=False keeps monopoles only.
-    workers: threads (default threads.workers())."""
-    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole)
+    workers: threads (default threads.workers()); amac: walk.AccelerationMAC for the
+    relative MAC (default Bonsai's). Only the particles of tree's groups get forces."""
+    sh = _Shared(tree, check_theta(theta), check_eps(eps), quadrupole, amac)
     workers = threads.workers() if workers is None else max(1, int(workers))
     n_groups = len(tree.group_begin)
     n_parts = 1 if workers == 1 else \

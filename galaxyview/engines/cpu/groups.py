@@ -7,6 +7,8 @@ leaf with more than n_crit particles (all at one grid point) is cut into runs of
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from galaxyview.engines.cpu.cells import Tree
@@ -60,3 +62,10 @@ def group_boxes(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
     cuts = tree.group_begin
     return (np.minimum.reduceat(tree.pos, cuts, axis=0),
             np.maximum.reduceat(tree.pos, cuts, axis=0))
+
+
+def groups_with(tree: Tree, mask_sorted: np.ndarray) -> Tree:
+    """A copy of tree (arrays shared) keeping only the groups that hold a particle of
+    `mask_sorted` (bool, sorted order): the groups that walk for an active subset."""
+    hit = np.add.reduceat(mask_sorted.astype(np.int32), tree.group_begin) > 0
+    return replace(tree, group_begin=tree.group_begin[hit], group_count=tree.group_count[hit])

@@ -5,6 +5,10 @@ per pass. A cell is accepted (particle-cell interaction) when d > l/theta + delt
 distance from the group's bounding box to the cell's centre of mass (0 inside the box); an
 opened leaf gives particle-particle interactions with its particles; an opened internal cell
 is replaced by its children.
+
+The acceleration MAC (GADGET's relative criterion, params.mac = "acceleration") accepts a cell
+when d > l + delta and G M l^2 / d^4 <= alpha |a|, |a| the smallest acceleration of the
+group's particles at their last force evaluation (AccelerationMAC).
 """
 from __future__ import annotations
 
@@ -26,16 +30,38 @@ class Lists:
     pc_cell: np.ndarray
 
 
-def interaction_lists(tree: Tree, theta: float, groups=None) -> Lists:
-    """Walk the tree with the MAC d > l/theta + delta for `groups` (indices; default all)."""
-    return Walker(tree, theta).lists(groups)
+@dataclass
+class AccelerationMAC:
+    """Per cell M l^2 and per group G / (alpha |a|_min), float32, for the relative MAC."""
+
+    ml2: np.ndarray
+    ginv: np.ndarray
+
+    @classmethod
+    def of(cls, tree: Tree, acc_sorted: np.ndarray, G: float, alpha: float):
+        """From the last accelerations of the tree's particles (sorted order, (N, 3))."""
+        a = np.sqrt(np.einsum("ij,ij->i", acc_sorted, acc_sorted))
+        amin = np.minimum.reduceat(a, tree.group_begin)
+        with np.errstate(divide="ignore"):
+            ginv = (G / (alpha * amin)).astype(np.float32)
+        ml2 = (tree.cell_mass.astype(np.float64) * tree.size * tree.size).astype(np.float32)
+        return cls(ml2, ginv)
+
+
+def interaction_lists(tree: Tree, theta: float, groups=None, amac=None) -> Lists:
+    """Walk the tree with the MAC d > l/theta + delta (or `amac`, an AccelerationMAC) for
+    `groups` (indices; default all)."""
+    return Walker(tree, theta, amac).lists(groups)
 
 
 class Walker:
     """The per-cell and per-group tables of the walk, shared by walks of several group sets."""
 
-    def __init__(self, tree: Tree, theta: float):
+    def __init__(self, tree: Tree, theta: float, amac: AccelerationMAC | None = None):
         self.box = np.concatenate(group_boxes(tree), axis=1)  # (G, 6): lo, hi
+        self.amac = amac
+        if amac is not None:
+            theta = 1.0  # the relative MAC's geometric part: d > l + delta
         ropen = (tree.size / theta + tree.delta).astype(np.float32)
         self.cell = np.concatenate([tree.com, (ropen * ropen)[:, None]], axis=1)  # com, ropen^2
         self.kids = tree.child_count.astype(np.int32)
@@ -50,7 +76,10 @@ class Walker:
             cd, bx = self.cell.take(c, axis=0), self.box.take(g, axis=0)
             dv = np.maximum(bx[:, :3] - cd[:, :3], cd[:, :3] - bx[:, 3:])
             np.maximum(dv, 0, out=dv)
-            accept = np.einsum("ij,ij->i", dv, dv) > cd[:, 3]
+            d2 = np.einsum("ij,ij->i", dv, dv)
+            accept = d2 > cd[:, 3]
+            if self.amac is not None:
+                accept &= d2 * d2 > self.amac.ml2.take(c) * self.amac.ginv.take(g)
             kids = np.where(accept, -1, self.kids.take(c))  # -1: accepted, 0: opened leaf
             pc.append(_select(g, c, kids == -1))
             pp.append(_select(g, c, kids == 0))

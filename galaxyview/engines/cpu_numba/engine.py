@@ -99,6 +99,9 @@ class NumbaEngine(CPUEngine):
     def _multipoles(self, tree: Tree) -> None:
         build.compute_multipoles(tree)
 
-    def _walk(self, tree: Tree):
+    def _walk(self, tree: Tree, amac=None):
         p = self.params
+        if amac is not None:
+            raise EngineError('the acceleration MAC runs on the reference and GPU engines; '
+                              'use mac = "bonsai" here or --backend reference')
         return walk.tree_forces(tree, p.theta, p.eps, p.G)

@@ -7,6 +7,9 @@ two key and two value arrays for the radix sort. Per cell (capacity cell_cap): l
 count, child, nchild, parent (int32), cell_mac (com, r_open^2), cell_q0/q1 (Q and mass),
 cell_link (child or body range). The float64 moments (80 B a cell) live in the idle particle
 set, which is free once the reorder is done.
+
+Buffers only some steps need (forces on an active subset, the relative MAC, refits) are
+allocated when first asked for (`per_particle`, `per_cell`) and then grown with the others.
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ class Buffers:
         self.group_cap = 0
         self.walk_grid = 0
         self.walk_threads = 0
+        self._extra_particle: dict[str, int] = {}  # name -> bytes a particle
+        self._extra_cell: dict[str, int] = {}  # name -> bytes a cell
 
     # -- allocation ------------------------------------------------------------------------
     def _alloc(self, name: str, nbytes: int, zero: bool = False) -> None:
@@ -85,6 +90,18 @@ class Buffers:
             self._alloc("bbox", n_sm * 4 * 6 * 4)
             self._alloc("sums", 2 * 8)
 
+    def per_particle(self, name: str, nbytes: int) -> int:
+        """A buffer of nbytes a particle (allocated on first use, grown with N): its pointer."""
+        self._extra_particle[name] = nbytes
+        self._alloc(name, nbytes * self.n_cap, zero=name.startswith("desc"))
+        return self.ptr(name)
+
+    def per_cell(self, name: str, nbytes: int) -> int:
+        """A buffer of nbytes a cell (allocated on first use, grown with the cells)."""
+        self._extra_cell[name] = nbytes
+        self._alloc(name, nbytes * self.cell_cap)
+        return self.ptr(name)
+
     def grow_cells(self) -> None:
         self.cell_cap = int(1.5 * self.cell_cap)
         self._cells()
@@ -100,6 +117,8 @@ class Buffers:
         ntiles = -(-n // SORT_TILE)
         self._alloc("counts", 256 * ntiles * 4)
         self._alloc("offsets", 256 * ntiles * 4)
+        for name, nbytes in self._extra_particle.items():
+            self._alloc(name, nbytes * n, zero=name.startswith("desc"))
 
     def _cells(self) -> None:
         c = self.cell_cap
@@ -116,6 +135,8 @@ class Buffers:
         ntiles_sort_scan = -(-256 * -(-self.n_cap // SORT_TILE) // SCAN_TILE)
         tiles = max(-(-c // 256), ntiles_sort_scan) + 1
         self._alloc("desc", 8 * tiles, zero=True)
+        for name, nbytes in self._extra_cell.items():
+            self._alloc(name, nbytes * c)
 
     def set_ptrs(self, s: int) -> tuple[int, int]:
         """(pos4, vel4) device pointers of particle set s."""

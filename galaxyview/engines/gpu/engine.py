@@ -24,7 +24,7 @@ from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_NONF
                                               ST_TILE0)
 from galaxyview.engines.gpu.module import compile_kernels
 from galaxyview.engines.gpu.phases import run_force
-from galaxyview.engines.system import DeviceSystem
+from galaxyview.engines.system import DeviceActive, DeviceSystem
 from galaxyview.errors import EngineError
 from galaxyview.model.density import MAX_LEVEL as DENSITY_MAX_LEVEL, N_MIN as DENSITY_N_MIN
 from galaxyview.model.exact import ExactState
@@ -38,6 +38,28 @@ GROUP_SPLIT = 2048
 # quadrupole interaction, and exact).
 PP_LEAF_MAX = 2
 MAX_N = 2**30
+# Forces on an active subset may refit the last tree (new moments and opening radii of the
+# same cells, no sort) while the active particles are at most this fraction of all and no more
+# than REFIT_MAX evaluations passed since the last rebuild; GALAXYVIEW_TREE_REFIT sets the
+# fraction ("off" = 0). Measured on a 1M merger (H100, docs/gpu-engine.md): refitted trees
+# cost 1.5x the interactions and more energy error than a rebuild saves, so by default
+# every evaluation rebuilds.
+REFIT_FRACTION = 0.0
+REFIT_MAX = 64
+
+
+def refit_fraction() -> float:
+    """REFIT_FRACTION, or GALAXYVIEW_TREE_REFIT (off = 0: always rebuild)."""
+    raw = os.environ.get("GALAXYVIEW_TREE_REFIT", "").strip().lower()
+    if not raw:
+        return REFIT_FRACTION
+    if raw == "off":
+        return 0.0
+    try:
+        return float(raw)
+    except ValueError:
+        raise EngineError(f"GALAXYVIEW_TREE_REFIT={raw!r} is neither 'off' nor a fraction; "
+                          "unset it or give e.g. 0.25") from None
 
 
 def group_split(gmax: int) -> int:
@@ -68,7 +90,7 @@ class _Particles(DeviceSystem):
     def particles(self) -> DeviceParticles:
         e = self._engine
         pos, vel = e.buf.set_ptrs(e._cur)
-        return DeviceParticles(pos, vel, e.buf.ptr("acc"), e._n)
+        return DeviceParticles(pos, vel, e.buf.ptr("acc"), e._n, e.buf.ptr(f"id{e._cur}"))
 
     def launch(self, kernel: str, *args, grid=None) -> None:
         e = self._engine
@@ -92,10 +114,11 @@ class _Particles(DeviceSystem):
         e = self._engine
         if jerk:
             self._refuse_jerk(e.gravity)
-        if active is not None:
-            raise EngineError("the GPU engine evaluates forces on all particles at once; an "
-                              "integrator with active subsets runs on the CPU engine")
-        e._evaluate()
+        if active is not None and not isinstance(active, DeviceActive):
+            raise EngineError("the GPU engine takes an active subset as a DeviceActive (levels "
+                              "on the device), not host indices")
+        all_ = active is None or active.count >= e._n or e.gravity == "direct"
+        e._evaluate(None if all_ else active)
 
 
 def _module_source(module) -> tuple[str, str]:
@@ -132,7 +155,11 @@ class GPUEngine(Engine):
         self._epoch = 0
         self._slot = 0
         self._have_tree = False
+        self._tree_fresh = False  # the cells are of the current particle order (refit allowed)
+        self._refits = 0  # refits since the last rebuild
+        self._acc_valid = False  # acc4 holds every particle's last acceleration (relative MAC)
         self._step_phases = None  # phase ms summed over the force evaluations of a step
+        self._step_pp = None  # (pp, pc) summed over the force evaluations of a step
         with self.activate():
             self.kernels = compile_kernels([_module_source(m) for m in
                                             (self.integrator, self.boundary, self.collision)
@@ -226,6 +253,7 @@ class GPUEngine(Engine):
         with self.activate():
             self.buf.ensure(n, self._n_sm, self._walk_blocks, self._walk_threads)
             self._n, self._cur = n, 0
+            self._tree_fresh = self._acc_valid = False
             pos, vel = self.buf.set_ptrs(0)
             self._cuda.memcpy_htod(pos, pos4)
             self._cuda.memcpy_htod(vel, vel4)
@@ -281,7 +309,7 @@ class GPUEngine(Engine):
         ev = self._events
         with self.activate():
             for _ in range(n):
-                self._step_phases = dict.fromkeys(PHASES, 0.0)
+                self._step_phases, self._step_pp = dict.fromkeys(PHASES, 0.0), [0, 0]
                 ev[0].record()
                 try:
                     advanced = self.integrator.step(self.params.dt)
@@ -289,7 +317,7 @@ class GPUEngine(Engine):
                     self.collision.resolve()
                     self._wait(ev[6].record())
                 finally:
-                    self._step_phases = None
+                    self._step_phases = self._step_pp = None
                 t = self.stats.timings_ms
                 t["integrate"] = ev[6].time_since(ev[0]) - sum(
                     v for k, v in t.items() if k != "integrate")
@@ -405,6 +433,7 @@ class GPUEngine(Engine):
                 offset += b
             self._sync()
             self._time = checkpoint.time
+            self._tree_fresh = False  # the checkpoint's order is not the tree's
             self._restore_modules(checkpoint)
 
     def sample_forces(self, targets: np.ndarray):
@@ -432,21 +461,30 @@ class GPUEngine(Engine):
             return self._download(self.buf.ptr("boxes"), np.float32, 4 * (c1 - c0)).reshape(-1, 4)
 
     # -- force evaluation ---------------------------------------------------------------------
-    def _evaluate(self) -> None:
-        """Accelerations of the current positions (no kicks), with the status checked."""
+    def _evaluate(self, active: DeviceActive | None = None) -> None:
+        """Accelerations of the current positions (no kicks), with the status checked: of all
+        particles, or of `active` (on a refitted tree when _refit_ok says so)."""
         ev = self._events
         ev[1].record()
-        self._force(ev)
+        refit = self._refit_ok(active)
+        self._force(ev, active, refit)
         self._read_status()
-        while self._check_status():
-            self._force(None)
+        while self._check_status():  # grown arrays: the tree is built again
+            self._force(None, active, False)
             self._read_status()
+        self._refits = self._refits + 1 if refit else 0
+        self._acc_valid = self._acc_valid or active is None
         t = self._force_times(ev)
         if self._step_phases is not None:  # in a step: the phases of all its evaluations
             for k, v in t.items():
                 self._step_phases[k] += v
             t = dict(self._step_phases)
         self._set_stats(t)
+
+    def _refit_ok(self, active: DeviceActive | None) -> bool:
+        """Refit the last tree for this active subset (see REFIT_FRACTION)?"""
+        return (active is not None and self._tree_fresh and self._refits < REFIT_MAX
+                and active.count <= refit_fraction() * self._n)
 
     def _force_times(self, ev) -> dict:
         """Per-phase ms of the force evaluation between events 1 and 5."""
@@ -458,9 +496,9 @@ class GPUEngine(Engine):
         t["walk"] = ev[5].time_since(ev[4] if self.gravity == "tree" else ev[1])
         return t
 
-    def _force(self, ev) -> None:
-        run_force(self, ev)
-        self._have_tree = self.gravity == "tree"
+    def _force(self, ev, active=None, refit=False) -> None:
+        run_force(self, ev, active, refit)
+        self._have_tree = self._tree_fresh = self.gravity == "tree"
 
     def _read_status(self) -> None:
         self._cuda.memcpy_dtoh_async(self._host_status, self.buf.ptr("status"))
@@ -488,6 +526,10 @@ class GPUEngine(Engine):
         pp, pc = int(self._host_status[ST_PP]), int(self._host_status[ST_PC])
         if self.gravity == "direct":
             pp, pc = self._n * self._n, 0
+        if self._step_pp is not None:  # in a step: the interactions of all its evaluations
+            self._step_pp[0] += pp
+            self._step_pp[1] += pc
+            pp, pc = self._step_pp
         self.stats = StepStats(timings_ms=timings, pp=pp, pc=pc, n=self._n)
 
     # -- helpers -------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ from galaxyview.cuda.compile import Module, read_kernel
 from galaxyview.engines.gpu import constants
 
 # concatenated in this order into one translation unit (the common header first)
-SOURCES = ("nbody_common.cuh", "nbody_keys.cu", "nbody_tree.cu", "nbody_walk.cu",
+SOURCES = ("nbody_common.cuh", "nbody_keys.cu", "nbody_tree.cu", "nbody_active.cu",
+           "nbody_walk.cu",
            "nbody_direct.cu", "nbody_state.cu")
 
 

@@ -6,17 +6,26 @@ build: root, one launch per level (split + link with a look-back scan), groups (
 sorted order, split where loose).
 multipoles: one launch per level, deepest first (float64, stored as float32 for the walk).
 walk: the persistent group-wise tree walk.
+
+Forces on an active subset (engines/system.py DeviceActive) either rebuild the tree or refit
+it (keys_sort and build skipped: the cells of the last build get new moments, and opening
+radii from their particles' bounding boxes, which bound where the particles have moved); then the active particles are compacted
+in the sorted order and cut into groups of their own, which alone walk (walk_ext). The
+relative MAC (params.mac = "acceleration", once every particle has an acceleration) carries
+the accelerations through the sort and walks with walk_ext.
 """
 from __future__ import annotations
 
 from galaxyview.engines.gpu.constants import MAX_LEVEL, SCAN_TILE, SORT_TILE, STATUS_WORDS
 
 RADIX_PASSES = 8  # 63-bit keys, 8 bits a pass
+ACTIVE_GMAX_MIN = 8  # smallest groups of active particles (a quarter warp)
 T256 = (256, 1, 1)
 
 
-def run_force(eng, ev) -> None:
-    """Accelerations and potentials of the current positions into buf 'acc' (sorted order).
+def run_force(eng, ev, active=None, refit: bool = False) -> None:
+    """Accelerations and potentials of the current positions into buf 'acc' (sorted order):
+    of all particles, or of `active` (a DeviceActive) on a rebuilt or (refit) refitted tree.
     ev: event list (records 2..5 after each phase) or None."""
     cuda, k, b, n = eng._cuda, eng.kernels, eng.buf, eng._n
     p = b.ptr
@@ -34,6 +43,79 @@ def run_force(eng, ev) -> None:
     sm = eng._n_sm
     grid = (eng._grid(), 1, 1)
     persistent = (sm * 4, 1, 1)
+    relative = eng.params.mac == "acceleration"
+    amac = relative and eng._acc_valid  # else Bonsai's MAC, as GADGET's first evaluation
+    if refit:
+        npos, _ = b.set_ptrs(eng._cur)
+        k.launch("bbox_partial", (sm * 4, 1, 1), T256, npos, n, p("bbox"), p("status"))  # NaN
+        if ev:
+            ev[2].record()
+    else:
+        npos = _sort_and_build(eng, ev, grid, persistent, relative, groups=active is None)
+    keys = p("keys0")  # the sorted keys (an even number of radix passes ends in set 0)
+    if active is not None:
+        _active_groups(eng, active, keys, persistent)
+    if ev:
+        ev[3].record()
+    # -- multipoles
+    theta = 1.0 if amac else float(eng.params.theta)  # the relative MAC's part d > l + delta
+    box = b.per_cell("cell_box", 24) if refit else 0
+    ml2 = b.per_cell("cell_ml2", 4) if amac else 0
+    mom = b.moments_ptr(1 - eng._cur)
+    for lev in range(MAX_LEVEL, -1, -1):
+        k.launch("multipoles_level", persistent, T256, lev, theta, p("lb"), p("begin"),
+                 p("count"), p("child"), p("nchild"), keys, npos, p("frame"), mom,
+                 p("cell_mac"), p("cell_q0"), p("cell_q1"), p("cell_link"), p("status"),
+                 int(refit), box, ml2)
+    if ev:
+        ev[4].record()
+    # -- walk
+    walk_args = (npos, p("cell_mac"), p("cell_q0"), p("cell_q1"), p("cell_link"),
+                 p("group_begin"), p("group_count"), p("acc"), p("stacks"), p("status"), eps2,
+                 G, eng.pp_leaf)
+    if active is None and not amac:
+        k.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args)
+    else:
+        idx = 0 if active is None else p("active_idx")
+        k.launch("walk_ext", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args, idx,
+                 ml2, float(eng.params.alpha))
+    if ev:
+        ev[5].record()
+
+
+def _active_groups(eng, active, keys, persistent) -> None:
+    """The active particles (sorted order) compacted into active_idx / active_keys and cut
+    into groups as make_groups cuts all particles."""
+    k, b, n = eng.kernels, eng.buf, eng._n
+    p = b.ptr
+    idx, akeys = b.per_particle("active_idx", 4), b.per_particle("active_keys", 8)
+    desc = b.per_particle("desc_active", 1)  # a descriptor a tile of 256
+    counter, epoch = eng.next_slot()
+    k.launch("compact_active", persistent, T256, n, p(f"id{eng._cur}"), active.level,
+             active.kmin, keys, idx, akeys, desc, counter, epoch)
+    counter, epoch = eng.next_slot()
+    k.launch("make_groups", persistent, T256, active.count, active_gmax(eng, active.count),
+             eng.group_split, b.group_cap, p("lb"), akeys, p("group_begin"), p("group_count"),
+             p("status"), p("desc"), counter, epoch)
+
+
+def active_gmax(eng, count: int) -> int:
+    """Group size for `count` active particles: smaller groups (down to ACTIVE_GMAX_MIN) when
+    full ones would leave the walk's warps idle (at least 2 groups a warp)."""
+    b = eng.buf
+    warps = b.walk_grid * (b.walk_threads // 32)
+    g = b.gmax
+    while g > ACTIVE_GMAX_MIN and count < 2 * warps * g:
+        g //= 2
+    return g
+
+
+def _sort_and_build(eng, ev, grid, persistent, relative: bool, groups: bool) -> int:
+    """keys_sort and build (groups of all particles when `groups`); the new current pos4.
+    relative: the accelerations follow the particles through the reorder."""
+    cuda, k, b, n = eng._cuda, eng.kernels, eng.buf, eng._n
+    p = b.ptr
+    sm = eng._n_sm
     # -- keys_sort
     pos, vel = b.set_ptrs(eng._cur)
     k.launch("bbox_partial", (sm * 4, 1, 1), T256, pos, n, p("bbox"), p("status"))
@@ -57,6 +139,10 @@ def run_force(eng, ev) -> None:
     npos, nvel = b.set_ptrs(new)
     k.launch("reorder", grid, T256, p(f"vals{src}"), n, pos, vel, p(f"id{eng._cur}"), npos, nvel,
              p(f"id{new}"))
+    if relative:
+        acc_in = b.per_particle("acc_in", 16)
+        cuda.memcpy_dtod_async(acc_in, p("acc"), 16 * n)
+        k.launch("reorder_acc", grid, T256, p(f"vals{src}"), n, acc_in, p("acc"))
     eng._cur = new
     keys = p(f"keys{src}")
     if ev:
@@ -69,22 +155,9 @@ def run_force(eng, ev) -> None:
         counter, epoch = eng.next_slot()
         k.launch("build_level", persistent, T256, lev, eng.params.n_leaf, b.cell_cap, keys,
                  *cells, p("status"), p("desc"), counter, epoch)
-    counter, epoch = eng.next_slot()
-    k.launch("make_groups", persistent, T256, n, b.gmax, eng.group_split, b.group_cap, p("lb"),
-             keys, p("group_begin"), p("group_count"), p("status"), p("desc"), counter, epoch)
-    if ev:
-        ev[3].record()
-    # -- multipoles
-    mom = b.moments_ptr(1 - new)
-    for lev in range(MAX_LEVEL, -1, -1):
-        k.launch("multipoles_level", persistent, T256, lev, float(eng.params.theta), p("lb"),
-                 p("begin"), p("count"), p("child"), p("nchild"), keys, npos, p("frame"), mom,
-                 p("cell_mac"), p("cell_q0"), p("cell_q1"), p("cell_link"), p("status"))
-    if ev:
-        ev[4].record()
-    # -- walk
-    k.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), npos, p("cell_mac"), p("cell_q0"), p("cell_q1"),
-             p("cell_link"), p("group_begin"), p("group_count"), p("acc"), p("stacks"),
-             p("status"), eps2, G, eng.pp_leaf)
-    if ev:
-        ev[5].record()
+    if groups:
+        counter, epoch = eng.next_slot()
+        k.launch("make_groups", persistent, T256, n, b.gmax, eng.group_split, b.group_cap,
+                 p("lb"), keys, p("group_begin"), p("group_count"), p("status"), p("desc"),
+                 counter, epoch)
+    return npos

@@ -40,7 +40,8 @@ def make_rank_engine(backend: str, params, gravity, comm):
     return engine
 
 
-SUPPORTED = {"integrator": ("leapfrog",), "boundary": ("open",), "collision": ("none",)}
+SUPPORTED = {"integrator": ("leapfrog",), "boundary": ("open",), "collision": ("none",),
+             "mac": ("bonsai",)}  # the LET export applies Bonsai's MAC to remote boxes
 _engines: dict = {}  # this rank's engines by id
 
 

@@ -124,15 +124,16 @@ class GPURank(RankMixin, GPUEngine):
             cuda.memcpy_htod(vel, vel4)
             cuda.memcpy_htod(self.buf.ptr("id0"), np.arange(n, dtype=np.uint32))
             cuda.memcpy_htod(self.buf.ptr("acc"), acc4)
-        self._have_tree = False
+        self._have_tree = self._tree_fresh = False  # acc4 stays valid: uploaded with them
         self._since = 0
 
     # -- forces ------------------------------------------------------------------------------
-    def _force(self, ev) -> None:
+    def _force(self, ev, active=None, refit=False) -> None:
         """The local phases (queued, not waited for); then, on a first attempt, the tree is
         staged to the host on a side stream once the multipoles are done, and the LET exchange
-        starts on a host thread while the device walks the local tree."""
-        super()._force(ev)
+        starts on a host thread while the device walks the local tree. (Forces of all
+        particles only: ParallelEngine runs shared steps.)"""
+        super()._force(ev, active, refit)
         if ev is None or self.comm.size == 1 or self._thread is not None:
             return
         self._wait(ev[4])  # the multipoles: the tree is complete, the walk runs on
@@ -209,7 +210,10 @@ class GPURank(RankMixin, GPUEngine):
                 if r != comm.rank and len(c)]
         return lets, build_ms
 
-    def _evaluate(self) -> None:
+    def _evaluate(self, active=None) -> None:
+        if active is not None:
+            raise EngineError("the parallel engine evaluates the forces of all particles; "
+                              "an integrator with active subsets runs on one process")
         if self.comm.size == 1:
             return super()._evaluate()
         self._thread, self._lets, self._staged_ms = None, None, 0.0

@@ -140,7 +140,7 @@ class CPURank(RankMixin):
                 f"at t = {self._time:g}.")
 
     # -- the walk with the LETs --------------------------------------------------------------
-    def _walk(self, tree):
+    def _walk(self, tree, amac=None):  # Bonsai's MAC only (ParallelEngine checks)
         comm, ms = self.comm, self.parallel_ms
         t0 = perf_counter()
         boxes = comm.allgather(let.domain_box(tree.pos), "the domain boxes").astype(np.float32)
