@@ -79,3 +79,34 @@ extern "C" __global__ void gather_by_id(const float* __restrict__ src,
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
         out[i] = src[id[i]];
 }
+
+// sums[0] += 1/2 sum_i m_i phi_i with phi by direct summation over all pairs: float32 pair
+// terms, float64 sums (an energy free of the tree's potential error; Engine.direct_energies).
+extern "C" __global__ void __launch_bounds__(256)
+direct_potential_energy(const float4* __restrict__ pos, int n, float eps2, double* sums)
+{
+    __shared__ float4 tile[256];
+    __shared__ double s[1][8];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float4 p = pos[min(i, n - 1)];
+    double pot = 0;
+    for (int base = 0; base < n; base += 256) {
+        const int j = base + threadIdx.x;
+        tile[threadIdx.x] = j < n ? pos[j] : make_float4(0.f, 0.f, 0.f, 0.f);
+        __syncthreads();
+        const int m = min(256, n - base);
+        float part = 0.f;  // at most 256 terms in float32, then float64
+        for (int k = 0; k < m; k++) {
+            const float4 q = tile[k];
+            const float dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z;
+            const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
+            part -= r2 > 0.f ? q.w * rsqrtf(r2) : 0.f;
+        }
+        pot += part;
+        __syncthreads();
+    }
+    if (eps2 > 0.f) pot += p.w * rsqrtf(eps2);  // the self pair's
+    double e[1] = {i < n ? 0.5 * (double)p.w * pot : 0.0};
+    const double t = block_sum_f64<1>(e, s);
+    if (threadIdx.x == 0) atomicAdd(&sums[0], t);
+}

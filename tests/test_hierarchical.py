@@ -164,3 +164,14 @@ def test_acceleration_mac_is_refused_clearly_by_the_compiled_engine():
     with pytest.raises(EngineError, match="acceleration MAC runs on the reference"):
         eng.step(1)
     assert eng.steps_done == 0
+
+
+def test_direct_energies_are_free_of_the_tree_error():
+    s = plummer_sphere(2000, np.random.default_rng(5))
+    tree = CPUEngine(Params(eps=0.05, theta=1.2))
+    direct = CPUEngine(Params(eps=0.05), gravity="direct")
+    tree.load(s)
+    direct.load(s)
+    exact = direct.energies()
+    assert tree.direct_energies().potential == pytest.approx(exact.potential, rel=1e-12)
+    assert tree.energies().potential != pytest.approx(exact.potential, rel=1e-5)

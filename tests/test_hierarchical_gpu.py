@@ -165,3 +165,17 @@ def test_plummer_stays_in_equilibrium():
     change = {f: b[f] / a[f] - 1 for f in (0.1, 0.5, 0.9)}
     print(f"Lagrangian radii change over 3 crossing times: {change}")
     assert all(abs(c) < 0.02 for c in change.values())
+
+
+@pytest.mark.parametrize("n", [3000, 50000])
+def test_direct_energies_on_the_gpu_match_float64(n):
+    s = plummer_sphere(n, np.random.default_rng(n))
+    eng = GPUEngine(Params(eps=0.05))
+    try:
+        eng.load(s)
+        got = eng.direct_energies()
+    finally:
+        eng.close()
+    _, pot = direct_forces(s.pos.astype(np.float64), s.mass, 0.05)
+    w = 0.5 * float((s.mass * pot).sum())
+    assert got.potential == pytest.approx(w, rel=2e-7)

@@ -128,7 +128,7 @@ BAD = [  # (change to GOOD, words the message must hold)
     (('dt = 0.01', 'dt = 0'), ["params.dt = 0", "must be > 0"]),
     (('eps = 0.02', 'eps = -0.1'), ["params.eps = -0.1", "must be in [0, 1e+19]"]),
     (('theta = 0.5', 'thetta = 0.5'),
-     ["unknown key(s) params.thetta", "known here: block_levels, boundary, collision, dt, eps, eta, integrator, theta"]),
+     ["unknown key(s) params.thetta", "known here: alpha, block_levels, boundary, collision, dt, eps, eta, integrator, mac, theta"]),
     (('[params]', '[parms]'), ["unknown key(s) parms", "known here:"]),
     (('seed = 7', 'seed = 7\nsed = 8'), ["scene.sed", "known here"]),
     (('type = "plummer"', 'type = "plumer"'),

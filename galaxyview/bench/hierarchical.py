@@ -4,7 +4,7 @@ and the acceleration MAC against Bonsai's, on one engine.
 - time to solution: a scene advanced to t_end with the shared leapfrog at several dt and with
   the hierarchical leapfrog; wall time (the engine waits for the device at each step's end)
   and the relative energy error at the end, with the potential energy both from the tree (the
-  run's own) and from float32 direct summation on the device (`exact`: free of the tree's
+  run's own) and by direct summation (`Engine.direct_energies`, `exact`: free of the tree's
   potential error, which changes with the configuration), so that runs of equal error can be
   compared;
 - MAC cost: force time (median of steps after warm-up) and median force error against
@@ -57,22 +57,10 @@ class MacPoint:
     interactions_per_particle: float
 
 
-def direct_energy(state: ParticleState, params: Params, device=0) -> float:
-    """Total energy with potentials by direct summation on the GPU."""
-    engine, _ = create_engine("gpu", params.with_(integrator="leapfrog"), gravity="direct",
-                              device=device)
-    try:
-        engine.load(state)
-        return engine.energies().total
-    finally:
-        engine.close()
-
-
-def _run(engine, state, t_end: float, label: str, progress=None, device=0) -> SolutionRun:
+def _run(engine, state, t_end: float, label: str, progress=None) -> SolutionRun:
     p = engine.params
-    x0 = direct_energy(state, p, device)
     engine.load(state)
-    e0 = engine.energies().total
+    e0, x0 = engine.energies().total, engine.direct_energies().total
     steps = max(1, round(t_end / p.dt))
     evaluations, t0 = 0.0, time.perf_counter()
     phases, inter = dict.fromkeys(PHASES, 0.0), 0.0
@@ -87,7 +75,7 @@ def _run(engine, state, t_end: float, label: str, progress=None, device=0) -> So
             progress(1)
     wall = time.perf_counter() - t0
     err = abs(engine.energies().total - e0) / abs(e0)
-    exact = abs(direct_energy(engine.state(), p, device) - x0) / abs(x0)
+    exact = abs(engine.direct_energies().total - x0) / abs(x0)
     ts = engine.time_steps()
     levels = [] if ts is None else [int(c) for c in ts.counts[:np.flatnonzero(ts.counts)[-1] + 1]]
     return SolutionRun(label, p.integrator, p.dt, p.eta, t_end, steps, wall, err, exact,
@@ -105,7 +93,7 @@ def time_to_solution(state: ParticleState, base: Params, t_end: float, settings,
         engine, _ = create_engine("gpu", base.with_(**changes), device=device)
         try:
             name = engine.device_name
-            runs.append(_run(engine, state, t_end, label, progress, device))
+            runs.append(_run(engine, state, t_end, label, progress))
         finally:
             engine.close()
             for k, v in kept.items():

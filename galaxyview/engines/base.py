@@ -209,6 +209,12 @@ class Engine(abc.ABC):
     def energies(self) -> Energies:
         """Kinetic and potential energy of the current state (potential from the solver)."""
 
+    def direct_energies(self) -> Energies | None:
+        """Energies of the current state with the potential by direct summation over all pairs
+        (free of the tree's potential error, for benchmarks of energy conservation), where
+        the engine can compute it; None elsewhere. Costs N^2 pair terms."""
+        return None
+
     def centre_of_mass(self, mask: np.ndarray) -> np.ndarray:
         """Centre of mass (3,) float64 of the particles selected by `mask` (bool, loaded order).
 

@@ -271,6 +271,14 @@ class CPUEngine(Engine):
         return Energies(diagnostics.kinetic_energy(s.vel, s.mass),
                         diagnostics.potential_energy(s.mass, s.pot))
 
+    def direct_energies(self) -> Energies:
+        """Float64 direct summation (chunked)."""
+        self._need_state()
+        s = self.system
+        _, pot = direct_forces(s.pos, s.mass, self.params.eps, self.params.G)
+        return Energies(diagnostics.kinetic_energy(s.vel, s.mass),
+                        diagnostics.potential_energy(s.mass, pot))
+
     def checkpoint(self) -> Checkpoint:
         self._need_state()
         arrays = {k: v.copy() for k, v in vars(self.system).items()

@@ -344,6 +344,19 @@ class GPUEngine(Engine):
             out = self._download(sums, np.float64, 2)
         return Energies(kinetic=float(out[0]), potential=float(out[1]))
 
+    def direct_energies(self) -> Energies:
+        """Float32 pair terms summed in float64 (kernels/nbody_state.cu)."""
+        kinetic = self.energies().kinetic
+        with self.activate():
+            sums = self.buf.ptr("sums")
+            self._cuda.memset_d32(sums, 0, 4)
+            pos, _ = self.buf.set_ptrs(self._cur)
+            self.kernels.launch("direct_potential_energy", (-(-self._n // 256), 1, 1),
+                                (256, 1, 1), pos, self._n, float(self.params.eps) ** 2, sums)
+            self._sync()
+            w = self._download(sums, np.float64, 1)[0]
+        return Energies(kinetic=kinetic, potential=float(self.params.G * w))
+
     def centre_of_mass(self, mask: np.ndarray) -> np.ndarray:
         """On the device: the mask is uploaded once (while the same array is passed again) and
         4 float64 sums come back per call."""
