@@ -81,8 +81,10 @@ def owners(keys: np.ndarray, cuts: np.ndarray) -> np.ndarray:
 
 
 def exchange(comm, rows: np.ndarray, dest: np.ndarray) -> np.ndarray:
-    """Send each row (n, w) to rank dest[i]; returns the rows this rank now owns."""
+    """Send each row (n, w) to rank dest[i]; returns the rows this rank now owns (its own
+    first: they stay, only the others travel)."""
     order = np.argsort(dest, kind="stable")
     counts = np.bincount(dest, minlength=comm.size)
     parts = np.split(rows[order], np.cumsum(counts)[:-1])
-    return np.concatenate(comm.alltoallv(parts, "the particle exchange"))
+    stay, parts[comm.rank] = parts[comm.rank], parts[comm.rank][:0]
+    return np.concatenate([stay, *comm.alltoallv(parts, "the particle exchange")])
