@@ -51,21 +51,26 @@ def _create(key, comm, data, backend, params, gravity):
     return _engines[key].device_name
 
 
+def _costs(e):
+    """What the last force evaluation (or step) cost here, and the time now."""
+    return e.stats, dict(e.parallel_ms), e.time
+
+
 def _load(key, comm, data, exact):
     part = comm.scatter(data, what="the initial particles")
     state, ids, arrays = part
     _engines[key].load_part(state, ids, arrays if exact else None)
-    return _engines[key].n
+    return _costs(_engines[key])
 
 
 def _step(key, comm, data, n):
-    e = _engines[key]
-    e.step(n)
-    return e.stats, dict(e.parallel_ms), e.time
+    _engines[key].step(n)
+    return _costs(_engines[key])
 
 
 def _set_params(key, comm, data, values):
-    _engines[key].set_params(**values)
+    _engines[key].set_params(**values)  # new forces where theta or eps changed
+    return _costs(_engines[key])
 
 
 def _state(key, comm, data, exact):
@@ -188,8 +193,9 @@ class ParallelEngine(Engine):
             arrays = None if exact is None else (np.asarray(exact.pos[a:b], np.float64),
                                                  np.asarray(exact.vel[a:b], np.float64))
             parts.append((part, np.arange(a, b, dtype=np.int64), arrays))
-        self._call("load", parts, exact is not None)
+        answers = self._call("load", parts, exact is not None)
         self._n, self._time, self._meta = state.n, float(state.time), dict(state.meta)
+        self._collect_stats(answers)
         self.steps_done = 0
 
     def load_exact(self, exact: ExactState) -> None:
@@ -250,9 +256,16 @@ class ParallelEngine(Engine):
         ms["walk"] = ms.pop("local_walk")
         self.stats = StepStats(ms, sum(s.pp for s in stats), sum(s.pc for s in stats), self._n)
 
-    def set_params(self, theta=None, dt=None, eps=None, eta=None) -> None:
-        self.params = self.params.with_(theta=theta, dt=dt, eps=eps, eta=eta)
-        self._call("set_params", None, dict(theta=theta, dt=dt, eps=eps, eta=eta))
+    def set_params(self, theta=None, dt=None, eps=None, eta=None, mac=None,
+                   alpha=None) -> None:
+        if mac not in (None, "bonsai"):
+            raise EngineError(f"mac {mac!r} does not run over several processes; the LET "
+                              "export applies Bonsai's MAC (use one process)")
+        values = dict(theta=theta, dt=dt, eps=eps, eta=eta, mac=mac, alpha=alpha)
+        self.params = self.params.with_(**values)
+        answers = self._call("set_params", None, values)
+        if self._n:
+            self._collect_stats(answers)
 
     def energies(self) -> Energies:
         self._need()
