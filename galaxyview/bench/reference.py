@@ -31,7 +31,9 @@ def bonsai_ratios(n: int, theta: float, walk_ms: float, build_ms: float,
 
 def step_medians(engine, steps: int, warmup: int) -> tuple[dict, float, float]:
     """Step `engine` warmup + steps times; medians over the timed steps of each phase's ms
-    (engines.base.PHASES) and of the p-p and p-c interactions per particle."""
+    (engines.base.PHASES, then any further phases the engine reports: the parallel engine's
+    decomposition, exchange and LET phases) and of the p-p and p-c interactions per
+    particle."""
     import numpy as np
 
     from galaxyview.engines.base import PHASES
@@ -43,6 +45,9 @@ def step_medians(engine, steps: int, warmup: int) -> tuple[dict, float, float]:
         engine.step(1)
         for p in PHASES:
             samples[p].append(engine.stats.timings_ms.get(p, 0.0))
+        for p, ms in engine.stats.timings_ms.items():
+            if p not in PHASES:
+                samples.setdefault(p, []).append(ms)
         pp.append(engine.stats.pp_per_particle)
         pc.append(engine.stats.pc_per_particle)
     phases = {p: float(np.median(v)) for p, v in samples.items()}

@@ -82,6 +82,13 @@ def add_backend(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=device_type, default=0, metavar="N",
                         help="CUDA device number of the GPU engine, as nvidia-smi lists them "
                              "(default: 0)")
+    parser.add_argument("--procs", type=count_type, default=None, metavar="K",
+                        help="one simulation over K processes of this host (MPI: mpirun is "
+                             "started for you; across hosts run mpirun yourself, see "
+                             "docs/parallel.md)")
+    parser.add_argument("--gpus", type=count_type, default=None, metavar="K",
+                        help="one simulation over K GPUs of this host, a process each "
+                             "(--backend gpu --procs K)")
 
 
 def add_physics(parser: argparse.ArgumentParser) -> None:

@@ -118,6 +118,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        from galaxyview.cli import processes
+        from galaxyview.engines import parallel
+
+        k = processes.wanted(args)
+        if parallel.launched():  # under mpirun: rank 0 runs the command, the others serve
+            return processes.as_rank(lambda: _command(args))
+        if k > 1:
+            return processes.spawn(argv, k, args.backend == "gpu")
+        return _command(args)
+    except GalaxyviewError as exc:
+        print(f"galaxyview: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("galaxyview: interrupted", file=sys.stderr)
+        return 130
+
+
+def _command(args) -> int:
+    try:
         if getattr(args, "threads", None) is not None:  # commands with --backend take --threads
             from galaxyview.engines import set_threads
 

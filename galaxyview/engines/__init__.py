@@ -66,11 +66,20 @@ def set_threads(n: int | None) -> None:
 def create_engine(backend: str = "auto", params: Params | None = None,
                   gravity: str | None = None, device: int = 0):
     """Return (engine, why): the engine for `backend` and a one-line reason for the choice.
-    `device`: the CUDA device ordinal of the GPU engine; `gravity`: "tree" or "direct" (None:
+    Under mpirun (more than one process): the parallel engine over the job's processes
+    (engines/parallel; rank 0 calls this, the others serve). `device`: the CUDA device
+    ordinal of the GPU engine; `gravity`: "tree" or "direct" (None:
     what the integrator needs, the tree for the leapfrog). auto falls back to the reference
     engine when the compiled CPU engine fails to build."""
     name, why = resolve_backend(backend, device)
     modules.check_names(params or Params(), module_kind(name))
+    from galaxyview.engines import parallel
+
+    if parallel.launched():  # started by mpirun: one simulation over all its processes
+        from galaxyview.engines.parallel.engine import ParallelEngine
+
+        engine = ParallelEngine(name, params, gravity)
+        return engine, f"{why.split(' (')[0]} over {engine.device_name}"
     if name == "gpu":
         from galaxyview.engines.gpu.engine import GPUEngine
 

@@ -133,6 +133,7 @@ def _module_source(module) -> tuple[str, str]:
 class GPUEngine(Engine):
     name = "gpu"
     on_gpu = True
+    extra_kernels = ()  # (label, CUDA source) pairs a subclass adds to the engine's module
 
     def __init__(self, params=None, gravity: str | None = None, device: int = 0):
         super().__init__(params, modules.gravity_for(params, "gpu", gravity))
@@ -167,7 +168,7 @@ class GPUEngine(Engine):
         with self.activate():
             self.kernels = compile_kernels([_module_source(m) for m in
                                             (self.integrator, self.boundary, self.collision)
-                                            if m.kernels])
+                                            if m.kernels] + list(self.extra_kernels))
             attr = cuda.device_attribute
             self._n_sm = self._dev.get_attribute(attr.MULTIPROCESSOR_COUNT)
             gmax = min(self.params.n_crit, GROUP_MAX)

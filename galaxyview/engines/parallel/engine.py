@@ -1,0 +1,310 @@
+"""The distributed engine as one Engine: `ParallelEngine` on rank 0 drives the ranks' engines
+(engines/parallel/rank.py); the other ranks run `serve()`.
+
+Rank 0 runs the application (the job, the window, the recorder); each call of an Engine
+method is broadcast as a command, every rank runs its part on its own domain (rank 0 too),
+and rank 0 gathers the answers: states are gathered into the loaded order by particle id,
+energies and centres of mass are sums over the ranks, a failure on any rank raises
+EngineError on rank 0 with that rank's message. The other ranks wait for commands without a
+time-out (the window may pause for hours); the collectives inside a command time out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from galaxyview.engines.base import PHASES as BASE_PHASES, Energies, Engine, StepStats
+from galaxyview.engines.cpu.engine import CPUEngine
+from galaxyview.engines.parallel.mpi import Comm, local_rank_from_env
+from galaxyview.engines.parallel.rank import PHASES, CPURank
+from galaxyview.errors import EngineError
+from galaxyview.model.exact import ExactState
+from galaxyview.model.state import ParticleState
+
+
+def make_rank_engine(backend: str, params, gravity, comm):
+    """The rank's engine: the numba engine ("cpu"), the numpy one ("reference") or the GPU
+    engine on the GPU of the process's local rank ("gpu")."""
+    if backend == "cpu":
+        from galaxyview.engines.cpu_numba.engine import NumbaEngine as base
+    elif backend == "reference":
+        base = CPUEngine
+    elif backend == "gpu":  # one GPU a process: the host's local rank picks it
+        from galaxyview.engines.parallel.gpu_rank import make_gpu_rank
+
+        return make_gpu_rank(params, gravity, comm, local_rank_from_env())
+    else:
+        raise EngineError(f"the parallel engine has no {backend!r} ranks")
+    cls = type(f"Rank{base.__name__}", (CPURank, base), {"own_pair_offset": backend == "cpu"})
+    engine = cls(params, gravity=gravity)
+    engine.attach(comm)
+    return engine
+
+
+SUPPORTED = {"integrator": ("leapfrog",), "boundary": ("open",), "collision": ("none",),
+             "mac": ("bonsai",)}  # the LET export applies Bonsai's MAC to remote boxes
+_engines: dict = {}  # this rank's engines by id
+
+
+# -- what every rank does for a command (rank 0 through ParallelEngine) -----------------------
+def _create(key, comm, data, backend, params, gravity):
+    _engines[key] = make_rank_engine(backend, params, gravity, comm)
+    return _engines[key].device_name
+
+
+def _costs(e):
+    """What the last force evaluation (or step) cost here, and the time now."""
+    return e.stats, dict(e.parallel_ms), e.time
+
+
+def _load(key, comm, data, exact):
+    part = comm.scatter(data, what="the initial particles")
+    state, ids, arrays = part
+    _engines[key].load_part(state, ids, arrays if exact else None)
+    return _costs(_engines[key])
+
+
+def _step(key, comm, data, n):
+    _engines[key].step(n)
+    return _costs(_engines[key])
+
+
+def _set_params(key, comm, data, values):
+    _engines[key].set_params(**values)  # new forces where theta or eps changed
+    return _costs(_engines[key])
+
+
+def _state(key, comm, data, exact):
+    return _engines[key].local_view(exact)
+
+
+def _energies(key, comm, data):
+    e = _engines[key].energies()
+    return e.kinetic, e.potential
+
+
+def _centre(key, comm, data, mask):
+    ids, pos, _, mass, *_ = _engines[key].local_view(False)
+    pick = mask[ids]
+    m, p = np.asarray(mass[pick], np.float64), np.asarray(pos[pick], np.float64)
+    return float(m.sum()), (m[:, None] * p).sum(axis=0), p.sum(axis=0), int(pick.sum())
+
+
+def _boxes(key, comm, data, lo, hi):
+    return _engines[key].tree_boxes(lo, hi)
+
+
+def _memory(key, comm, data):
+    return _engines[key].device_memory_bytes()
+
+
+def _close(key, comm, data):
+    engine = _engines.pop(key, None)
+    if engine is not None:
+        engine.close()
+
+
+COMMANDS = {f.__name__.lstrip("_"): f for f in
+            (_create, _load, _step, _set_params, _state, _energies, _centre, _boxes, _memory,
+             _close)}
+
+
+def _run(comm, key, name, data, args):
+    """Run one command here; (True, value) or (False, message)."""
+    try:
+        return True, COMMANDS[name](key, comm, data, *args)
+    except EngineError as exc:
+        return False, str(exc)
+    except MemoryError:
+        return False, (f"process {comm.rank}: out of memory; use more processes or fewer "
+                       "particles")
+    except Exception as exc:  # a fault here must still answer, or rank 0 would wait
+        return False, f"process {comm.rank}: {name} failed: {type(exc).__name__}: {exc}"
+
+
+def serve(comm: Comm | None = None) -> int:
+    """The loop of ranks 1..K-1: run rank 0's commands until it says stop."""
+    comm = comm or Comm()
+    while True:
+        msg = comm.bcast(None, what="the next command", timeout=float("inf"))
+        if msg is None:
+            return 0
+        key, name, args = msg
+        comm.gather(_run(comm, key, name, None, args), what=f"the answers to {name}")
+
+
+def stop_serving(comm: Comm) -> None:
+    """Rank 0: let the other ranks leave serve()."""
+    comm.bcast(None, what="the stop command")
+
+
+class ParallelEngine(Engine):
+    """One simulation over the processes of an MPI job; lives on rank 0."""
+
+    _next_key = 0
+
+    def __init__(self, backend: str, params=None, gravity: str | None = None,
+                 comm: Comm | None = None):
+        super().__init__(params, "tree" if gravity is None else gravity)
+        if self.gravity != "tree":
+            raise EngineError("the parallel engine runs tree gravity only; use one process "
+                              "for direct summation")
+        for what, names in SUPPORTED.items():
+            if getattr(self.params, what) not in names:
+                raise EngineError(f"{what} {getattr(self.params, what)!r} does not run over "
+                                  f"several processes yet; use {' or '.join(names)}, or one "
+                                  "process")
+        self.comm = comm or Comm()
+        self.backend = backend
+        self.name = f"{backend}-mpi"
+        ParallelEngine._next_key += 1
+        self._key = ParallelEngine._next_key
+        self._n, self._time, self._meta = 0, 0.0, {}
+        self.rank_ms: list[dict] = []  # each rank's PHASES of the last step
+        self._device = self._call("create", None, backend, self.params, gravity)[0]
+
+    def _call(self, name, data, *args) -> list:
+        """Broadcast a command, run rank 0's part, gather every rank's answer."""
+        self.comm.bcast((self._key, name, args), what=name)
+        mine = _run(self.comm, self._key, name, data, args)
+        answers = self.comm.gather(mine, what=f"the answers to {name}")
+        for rank, (ok, value) in enumerate(answers):
+            if not ok:
+                raise EngineError(value if value.startswith("process") or self.comm.size == 1
+                                  else f"{value} (process {rank})")
+        return [value for _, value in answers]
+
+    @property
+    def device_name(self) -> str:
+        return f"{self.comm.size} MPI processes, each {self._device}"
+
+    # -- state -------------------------------------------------------------------------------
+    def load(self, state: ParticleState, exact: ExactState | None = None) -> None:
+        if state.n < 64 * self.comm.size:
+            raise EngineError(f"{state.n} particles are too few for {self.comm.size} "
+                              f"processes; use at least {64 * self.comm.size} or fewer "
+                              "processes")
+        state.validate()
+        cuts = np.linspace(0, state.n, self.comm.size + 1).astype(np.int64)
+        parts = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            part = ParticleState(state.pos[a:b], state.vel[a:b], state.mass[a:b],
+                                 state.component[a:b], state.galaxy[a:b], state.time,
+                                 dict(state.meta), radius=state.radius[a:b])
+            arrays = None if exact is None else (np.asarray(exact.pos[a:b], np.float64),
+                                                 np.asarray(exact.vel[a:b], np.float64))
+            parts.append((part, np.arange(a, b, dtype=np.int64), arrays))
+        answers = self._call("load", parts, exact is not None)
+        self._n, self._time, self._meta = state.n, float(state.time), dict(state.meta)
+        self._collect_stats(answers)
+        self.steps_done = 0
+
+    def load_exact(self, exact: ExactState) -> None:
+        self.load(exact.state, exact if exact.pos is not None else None)
+        self.steps_done = int(exact.steps)
+
+    def _gather(self, exact: bool):
+        parts = self._call("state", None, exact)
+        ids = np.concatenate([p[0] for p in parts])
+        order = np.argsort(ids)
+        return [np.concatenate([p[k] for p in parts])[order] for k in range(1, len(parts[0]))]
+
+    def state(self) -> ParticleState:
+        self._need()
+        pos, vel, mass, comp, gal, radius = self._gather(False)
+        return ParticleState(pos, vel, mass, comp, gal, self._time, dict(self._meta),
+                             radius=radius)
+
+    def exact_state(self) -> ExactState:
+        self._need()
+        pos, vel, mass, comp, gal, radius, acc, pot = self._gather(True)
+        state = ParticleState(pos, vel, mass, comp, gal, self._time, dict(self._meta),
+                              radius=radius)
+        return ExactState(state, self.name, self.gravity, self.params, pos, vel, acc, pot,
+                          self.steps_done, {})
+
+    def accelerations(self):
+        self._need()
+        *_, acc, pot = self._gather(True)
+        return acc, pot
+
+    @property
+    def n(self) -> int:
+        return self._n
+
+    @property
+    def time(self) -> float:
+        return self._time
+
+    # -- work --------------------------------------------------------------------------------
+    def step(self, n: int = 1) -> None:
+        self._need()
+        n = self._step_count(n)
+        if n == 0:
+            return
+        answers = self._call("step", None, n)
+        self._time = answers[0][2]
+        self.steps_done += n
+        self._collect_stats(answers)
+
+    def _collect_stats(self, answers) -> None:
+        """The step's phases: the slowest rank's time of each (the critical path)."""
+        stats = [a[0] for a in answers]
+        self.rank_ms = [a[1] for a in answers]
+        ms = {k: max(s.timings_ms.get(k, 0.0) for s in stats) for k in BASE_PHASES}
+        for k in PHASES:
+            ms[k] = max(r[k] for r in self.rank_ms)
+        ms["walk"] = ms.pop("local_walk")
+        self.stats = StepStats(ms, sum(s.pp for s in stats), sum(s.pc for s in stats), self._n)
+
+    def set_params(self, theta=None, dt=None, eps=None, eta=None, mac=None,
+                   alpha=None) -> None:
+        if mac not in (None, "bonsai"):
+            raise EngineError(f"mac {mac!r} does not run over several processes; the LET "
+                              "export applies Bonsai's MAC (use one process)")
+        values = dict(theta=theta, dt=dt, eps=eps, eta=eta, mac=mac, alpha=alpha)
+        self.params = self.params.with_(**values)
+        answers = self._call("set_params", None, values)
+        if self._n:
+            self._collect_stats(answers)
+
+    def energies(self) -> Energies:
+        self._need()
+        parts = self._call("energies", None)
+        return Energies(sum(p[0] for p in parts), sum(p[1] for p in parts))
+
+    def centre_of_mass(self, mask: np.ndarray) -> np.ndarray:
+        self._need()
+        parts = self._call("centre", None, np.asarray(mask, bool))
+        m = sum(p[0] for p in parts)
+        if m > 0:
+            return sum(p[1] for p in parts) / m
+        return sum(p[2] for p in parts) / max(1, sum(p[3] for p in parts))
+
+    def sample_forces(self, targets: np.ndarray):
+        from galaxyview.engines.cpu.direct import direct_forces
+
+        self._need()
+        pos, _, mass, *_, acc, _ = self._gather(True)
+        targets = np.asarray(targets, np.int64)
+        ref, _ = direct_forces(pos, mass, self.params.eps, self.params.G, targets=targets)
+        return acc[targets].copy(), ref
+
+    def tree_boxes(self, level_lo: int, level_hi: int):
+        if not self._n:
+            return None
+        parts = [b for b in self._call("boxes", None, level_lo, level_hi) if b is not None]
+        return np.concatenate(parts) if parts else None
+
+    def device_memory_bytes(self) -> int | None:
+        """Device memory of all the ranks together (None for CPU ranks)."""
+        held = self._call("memory", None)
+        return None if any(b is None for b in held) else int(sum(held))
+
+    def close(self) -> None:
+        if self._key is not None:
+            self._call("close", None)
+            self._key, self._n = None, 0
+
+    def _need(self) -> None:
+        if not self._n:
+            raise EngineError("no particles loaded: call load(state) first")

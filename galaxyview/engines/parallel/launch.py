@@ -1,0 +1,58 @@
+"""Starting an MPI job on this host: the mpirun command line, and what is missing for one.
+
+`galaxyview ... --procs K` (or `--gpus K`) re-runs itself under `mpirun -n K`; across hosts
+one runs mpirun with a host file oneself (docs/parallel.md). Nothing here imports mpi4py.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+
+from galaxyview.errors import EngineError
+
+
+def mpirun_path() -> str | None:
+    return shutil.which("mpirun") or shutil.which("mpiexec")
+
+
+def unavailable_reason() -> str | None:
+    """None when an MPI job can start here; otherwise what is missing and how to get it."""
+    if mpirun_path() is None:
+        return ("mpirun was not found on PATH; install Open MPI (Debian/Ubuntu: `apt install "
+                "openmpi-bin libopenmpi-dev`)")
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed; `pip install mpi4py` (or 'galaxyview[mpi]')"
+    return None
+
+
+def mpirun_command(k: int, argv: list[str]) -> list[str]:
+    """mpirun -n k on this host for the command argv: oversubscription allowed (more processes
+    than cores), no binding to one core (each process runs its own threads), idle processes
+    yielding their core, and Open MPI's refusal to run as root lifted where root runs it."""
+    mpirun = mpirun_path()
+    if mpirun is None:
+        raise EngineError(unavailable_reason())
+    cmd = [mpirun, "-n", str(k), "--quiet", "--oversubscribe", "--bind-to", "none",
+           "--mca", "mpi_yield_when_idle", "1"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd + list(argv)
+
+
+def cuda_aware() -> bool | None:
+    """Whether the Open MPI here was built with CUDA support (device pointers in MPI calls),
+    from `ompi_info`; None when it cannot tell (no ompi_info, another MPI)."""
+    tool = shutil.which("ompi_info")
+    if tool is None:
+        return None
+    try:
+        text = subprocess.run([tool, "--parsable", "--all"], capture_output=True, text=True,
+                              timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("mca:mpi:base:param:mpi_built_with_cuda_support:value:"):
+            return line.rsplit(":", 1)[1] == "true"
+    return None

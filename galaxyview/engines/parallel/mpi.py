@@ -1,0 +1,205 @@
+"""A small MPI wrapper (mpi4py): collectives that give up after a time-out instead of hanging.
+
+Every collective is started non-blocking and polled (with a short sleep, so an idle rank
+yields its core); when it does not complete within `timeout` seconds, the message says which
+collective waited and the whole job is aborted (MPI_Abort): a rank that died or hangs never
+leaves the others waiting. Objects travel pickled (their size first, then the bytes in blocks
+of BLOCK bytes); numpy arrays of one dtype and width travel as they are, counted in rows
+(Alltoallv): with MPI-3's 32-bit counts, messages beyond 2 GiB go through either way.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import time
+
+import numpy as np
+
+from galaxyview.errors import EngineError
+
+TIMEOUT_S = 600.0  # default patience of one collective (GALAXYVIEW_MPI_TIMEOUT overrides)
+BLOCK = 1 << 12  # bytes of the unit pickled objects travel in
+_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
+
+
+def world_size_from_env() -> int:
+    """Processes of the MPI job this process was started in by mpirun (1: not under mpirun);
+    read from the launcher's environment, without starting MPI."""
+    for var in _SIZE_VARS:
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 1
+
+
+def local_rank_from_env() -> int:
+    """This process's rank among those on its host (picks its GPU)."""
+    for var in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
+def unavailable_reason() -> str | None:
+    """None when mpi4py imports and its MPI library starts; otherwise why not."""
+    try:
+        from mpi4py import MPI  # noqa: F401  (initialises MPI)
+    except ImportError as exc:
+        return (f"mpi4py is not installed ({exc}); install it with `pip install mpi4py` "
+                "(it needs an MPI library: `apt install openmpi-bin libopenmpi-dev`)")
+    except Exception as exc:  # the MPI library is missing or fails to start
+        return f"the MPI library failed to start ({type(exc).__name__}: {exc})"
+    return None
+
+
+def default_timeout() -> float:
+    text = os.environ.get("GALAXYVIEW_MPI_TIMEOUT")
+    if text is None:
+        return TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise EngineError(f"GALAXYVIEW_MPI_TIMEOUT={text!r}: give seconds > 0")
+    return value
+
+
+class Comm:
+    """COMM_WORLD with time-outs: rank, size and the collectives the parallel engine uses."""
+
+    def __init__(self, timeout: float | None = None):
+        reason = unavailable_reason()
+        if reason:
+            raise EngineError(reason)
+        from mpi4py import MPI
+
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.timeout = default_timeout() if timeout is None else float(timeout)
+        self._block = MPI.BYTE.Create_contiguous(BLOCK).Commit()
+        self._types: dict = {}  # row types of alltoallv by (dtype, width)
+
+    # -- waiting ---------------------------------------------------------------------------
+    def wait(self, request, what: str, timeout: float | None = None) -> None:
+        """Poll `request` until done; abort the job after `timeout` (None: self.timeout;
+        inf: wait for ever, idle ranks only)."""
+        limit = self.timeout if timeout is None else timeout
+        start, pause = time.monotonic(), 1e-5
+        while not request.Test():
+            waited = time.monotonic() - start
+            if waited > limit:
+                self.abort(f"process {self.rank}: no answer to {what} from the other processes "
+                           f"within {limit:g} s: one of them died or hangs")
+            time.sleep(pause)
+            pause = min(2 * pause, 2e-3)
+
+    def abort(self, message: str, code: int = 3) -> None:
+        print(f"galaxyview: error: {message}; stopping every process", file=sys.stderr,
+              flush=True)
+        self.comm.Abort(code)
+
+    # -- arrays ----------------------------------------------------------------------------
+    def allreduce(self, values, op: str = "sum", what: str = "allreduce") -> np.ndarray:
+        send = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+        recv = np.empty_like(send)
+        ops = {"sum": self.MPI.SUM, "min": self.MPI.MIN, "max": self.MPI.MAX}
+        self.wait(self.comm.Iallreduce(send, recv, op=ops[op]), what)
+        return recv
+
+    def allgather(self, values, what: str = "allgather") -> np.ndarray:
+        """(size, k) float64 from k values per rank."""
+        send = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+        recv = np.empty((self.size, len(send)))
+        self.wait(self.comm.Iallgather(send, recv), what)
+        return recv
+
+    def _rows(self, dtype: np.dtype, width: int):
+        """An MPI type of one row (width elements): counts and displacements in rows stay
+        below 2^31 where elements would not (MPI-3 counts are 32-bit)."""
+        key = (dtype.char, width)
+        if key not in self._types:
+            from mpi4py.util import dtlib
+
+            base = dtlib.from_numpy_dtype(dtype)
+            self._types[key] = base.Create_contiguous(width).Commit()
+        return self._types[key]
+
+    def alltoallv(self, parts: list, what: str = "alltoallv") -> list:
+        """parts[r]: rows (n_r, w) for rank r, all of one dtype and width; returns the rows
+        each rank sent here, in rank order."""
+        width, dtype = parts[0].shape[1], parts[0].dtype
+        counts = np.array([len(p) for p in parts], np.int64)
+        got = np.empty(self.size, np.int64)
+        self.wait(self.comm.Ialltoall(counts, got), what + " (counts)")
+        send = np.ascontiguousarray(np.concatenate(parts).astype(dtype, copy=False))
+        recv = np.empty((int(got.sum()), width), dtype)
+        row = self._rows(dtype, width)
+        sdisp = np.r_[0, np.cumsum(counts)[:-1]]
+        rdisp = np.r_[0, np.cumsum(got)[:-1]]
+        self.wait(self.comm.Ialltoallv([send, (counts, sdisp), row],
+                                       [recv, (got, rdisp), row]), what)
+        return np.split(recv, np.cumsum(got)[:-1])
+
+    # -- objects (pickled; sent in blocks of BLOCK bytes, so 32-bit counts reach 8 TiB) -------
+    @staticmethod
+    def _padded(data: bytes) -> np.ndarray:
+        buf = np.zeros(-(-len(data) // BLOCK) * BLOCK, np.uint8)
+        buf[:len(data)] = np.frombuffer(data, np.uint8)
+        return buf
+
+    def bcast(self, obj=None, root: int = 0, what: str = "bcast", timeout=None):
+        """rank `root`'s obj on every rank."""
+        data = pickle.dumps(obj, protocol=5) if self.rank == root else b""
+        size = np.array([len(data)], np.int64)
+        self.wait(self.comm.Ibcast(size, root=root), what, timeout)
+        n = int(size[0])
+        buf = self._padded(data) if self.rank == root else \
+            np.empty(-(-n // BLOCK) * BLOCK, np.uint8)
+        self.wait(self.comm.Ibcast([buf, len(buf) // BLOCK, self._block], root=root), what,
+                  timeout)
+        return obj if self.rank == root else pickle.loads(memoryview(buf)[:n])
+
+    def gather(self, obj, root: int = 0, what: str = "gather") -> list | None:
+        """Every rank's obj as a list on `root` (None elsewhere)."""
+        data = pickle.dumps(obj, protocol=5)
+        sizes = np.empty(self.size, np.int64) if self.rank == root else None
+        self.wait(self.comm.Igather(np.array([len(data)], np.int64), sizes, root=root), what)
+        mine = self._padded(data)
+        send = [mine, len(mine) // BLOCK, self._block]
+        if self.rank != root:
+            self.wait(self.comm.Igatherv(send, None, root=root), what)
+            return None
+        blocks = -(-sizes // BLOCK)
+        disp = np.r_[0, np.cumsum(blocks)[:-1]]
+        buf = np.empty(int(blocks.sum()) * BLOCK, np.uint8)
+        self.wait(self.comm.Igatherv(send, [buf, (blocks, disp), self._block], root=root),
+                  what)
+        view = memoryview(buf)
+        return [pickle.loads(view[d * BLOCK:d * BLOCK + s]) for d, s in zip(disp, sizes)]
+
+    def scatter(self, objs: list | None, root: int = 0, what: str = "scatter"):
+        """objs[r] (given on `root`) to rank r."""
+        sizes, send = None, None
+        if self.rank == root:
+            blobs = [pickle.dumps(o, protocol=5) for o in objs]
+            sizes = np.array([len(b) for b in blobs], np.int64)
+            starts = np.r_[0, np.cumsum(-(-sizes // BLOCK))] * BLOCK
+            send = np.zeros(int(starts[-1]), np.uint8)
+            for k in range(len(blobs)):  # into place one at a time (a billion particles)
+                send[starts[k]:starts[k] + sizes[k]] = np.frombuffer(blobs[k], np.uint8)
+                blobs[k] = None
+        mine = np.empty(1, np.int64)
+        self.wait(self.comm.Iscatter(sizes, mine, root=root), what)
+        n = int(mine[0])
+        buf = np.empty(-(-n // BLOCK) * BLOCK, np.uint8)
+        recv = [buf, len(buf) // BLOCK, self._block]
+        if self.rank == root:
+            blocks = -(-sizes // BLOCK)
+            disp = np.r_[0, np.cumsum(blocks)[:-1]]
+            self.wait(self.comm.Iscatterv([send, (blocks, disp), self._block], recv,
+                                          root=root), what)
+        else:
+            self.wait(self.comm.Iscatterv(None, recv, root=root), what)
+        return pickle.loads(memoryview(buf)[:n])

@@ -1,0 +1,191 @@
+"""One rank's share of a distributed simulation: the CPU engines' shell on the particles of
+its domain, with the decomposition at the start of every step and the LETs in the walk.
+
+A step: new splitters from a key sample weighted by the last step's interactions per
+particle, the particle exchange (each particle's pos, vel, acc, pot, mass, radius, id,
+component, galaxy travel together), then the integrator's step on the local particles. Each
+force evaluation: the local tree (keys in the rank's own cube), the domain boxes exchanged,
+a LET exported for every other domain, sent on a host thread while the local tree is walked,
+the imported LETs walked as extra trees. The finiteness checks are collective, so every rank
+raises together and keeps its last good state.
+"""
+from __future__ import annotations
+
+import threading
+from time import perf_counter
+
+import numpy as np
+
+from galaxyview.engines.parallel import decompose, let
+from galaxyview.errors import EngineError
+from galaxyview.model.state import ParticleState
+
+PHASES = ("decompose", "exchange", "let_build", "local_walk", "let_comm", "let_walk")
+# a particle row: pos 3, vel 3, acc 3, pot, mass, radius, component, galaxy (the ids travel
+# beside the rows, int64); float64 rows on the CPU ranks, float32 on the GPU ranks
+POS, VEL, ACC = slice(0, 3), slice(3, 6), slice(6, 9)
+POT, MASS, RADIUS, COMPONENT, GALAXY = 9, 10, 11, 12, 13
+
+
+def pack(pos, vel, acc, pot, mass, radius, component, galaxy, dtype=np.float64) -> np.ndarray:
+    return np.c_[pos, vel, acc, pot, mass, radius, component, galaxy].astype(dtype)
+
+
+def rows_state(rows: np.ndarray, time: float, meta: dict) -> ParticleState:
+    """The float32 ParticleState of particle rows."""
+    return ParticleState(rows[:, POS], rows[:, VEL], rows[:, MASS], rows[:, COMPONENT],
+                         rows[:, GALAXY], time, dict(meta), radius=rows[:, RADIUS])
+
+
+class RankMixin:
+    """What every rank's engine adds to its engine class: the communicator, the particles'
+    global ids, the measured cost per particle, the decomposition and its phase times."""
+
+    comm = None
+    row_dtype = np.float64  # of the particle rows exchanged
+
+    def attach(self, comm) -> None:
+        self.comm = comm
+        self.ids = np.zeros(0, np.int64)
+        self.cost = 1.0  # interactions per particle of the last force evaluation
+        self.parallel_ms = dict.fromkeys(PHASES, 0.0)
+
+    def load_part(self, state: ParticleState, ids: np.ndarray, exact=None) -> None:
+        """Load this rank's share of the initial particles (any share: the decomposition
+        moves them to their domains before the first forces). exact: float64 (pos, vel)."""
+        pos, vel = (state.pos, state.vel) if exact is None else exact
+        rows = pack(pos, vel, np.zeros((state.n, 3)), np.zeros(state.n), state.mass,
+                    state.radius, state.component, state.galaxy, self.row_dtype)
+        rows, self.ids = self._redistribute(rows, ids)
+        self._load_rows(rows, rows_state(rows, state.time, state.meta))
+
+    def local_view(self, exact: bool) -> tuple:
+        """(ids, pos, vel, mass, component, galaxy, radius) of the local particles, with
+        (acc, pot) when exact."""
+        raise NotImplementedError
+
+    def agree(self, error: Exception | None, what: str) -> None:
+        """Collective: raise on every rank when `error` happened on any (its own message
+        where it happened)."""
+        if self.comm.allreduce([error is not None], "max", what)[0]:
+            if error is not None:
+                raise error
+            raise EngineError(f"another process stopped: {what} failed there (its message "
+                              "comes first)")
+
+    def _redistribute(self, rows: np.ndarray, ids: np.ndarray):
+        """The new splitters from the key sample, then the exchange: (rows, ids) now here,
+        sorted by id."""
+        t0 = perf_counter()
+        pos32 = rows[:, POS].astype(np.float32)
+        cube = decompose.global_cube(self.comm, pos32)
+        keys = decompose.particle_keys(pos32, cube)
+        cuts = decompose.splitters(self.comm, keys, self.cost)
+        dest = decompose.owners(keys, cuts)
+        t1 = perf_counter()
+        rows = decompose.exchange(self.comm, rows, dest)
+        ids = decompose.exchange(self.comm, ids.astype(np.int64)[:, None], dest)[:, 0]
+        order = np.argsort(ids, kind="stable")
+        rows, ids = rows[order], ids[order]
+        empty = self.comm.allreduce([len(rows) == 0], "max", "the domain sizes")[0]
+        if empty:
+            raise EngineError(f"a domain got no particles: too few particles ({self.comm.size} "
+                              "processes) or all at one point; use fewer processes")
+        self.parallel_ms["decompose"] = 1e3 * (t1 - t0)
+        self.parallel_ms["exchange"] = 1e3 * (perf_counter() - t1)
+        return rows, ids
+
+
+class CPURank(RankMixin):
+    """Added in front of CPUEngine or NumbaEngine (make_rank_engine)."""
+
+    # the compiled walk counts each particle's own softened pair and takes its -m/eps off
+    # the potential: in an extra tree there is no own pair, so the rank puts it back
+    own_pair_offset = False
+
+    def _load_rows(self, rows: np.ndarray, local: ParticleState) -> None:
+        self.load(local)
+        s = self.system
+        if not np.array_equal(s.pos, rows[:, POS]):  # float64 given: forces at those
+            s.pos, s.vel = rows[:, POS].copy(), rows[:, VEL].copy()
+            self.integrator.start()
+
+    def local_view(self, exact: bool) -> tuple:
+        s, loaded = self.system, self._loaded
+        part = (self.ids, s.pos, s.vel, s.mass, loaded.component, loaded.galaxy, s.radius)
+        return part + ((s.acc, s.pot) if exact else ())
+
+    def _step(self) -> None:
+        s, loaded = self.system, self._loaded
+        rows = pack(s.pos, s.vel, s.acc, s.pot, s.mass, s.radius, loaded.component,
+                    loaded.galaxy)
+        rows, self.ids = self._redistribute(rows, self.ids)
+        s.pos, s.vel, s.acc = rows[:, POS].copy(), rows[:, VEL].copy(), rows[:, ACC].copy()
+        s.pot, s.mass = rows[:, POT].copy(), rows[:, MASS].copy()
+        s.radius, s.jerk = rows[:, RADIUS].copy(), None
+        self._loaded = rows_state(rows, self._time, loaded.meta)
+        super()._step()
+
+    # -- collective checks -------------------------------------------------------------------
+    def _check(self, a: np.ndarray, what: str) -> None:
+        bad = not (np.isfinite(a).all() and (what != "positions" or
+                                             np.abs(a).max(initial=0) < 3e38))
+        if self.comm.allreduce([bad], "max", f"the check of {what}")[0]:
+            if bad:
+                super()._check(a, what)
+            p = self.params
+            raise EngineError(
+                f"step {self.steps_done + 1}: {what} became non-finite in another process; "
+                f"reduce dt (now {p.dt:g}) or increase eps (now {p.eps:g}). The state is kept "
+                f"at t = {self._time:g}.")
+
+    # -- the walk with the LETs --------------------------------------------------------------
+    def _walk(self, tree, amac=None):  # Bonsai's MAC only (ParallelEngine checks)
+        comm, ms = self.comm, self.parallel_ms
+        t0 = perf_counter()
+        boxes = comm.allgather(let.domain_box(tree.pos), "the domain boxes").astype(np.float32)
+        r_open2 = let.opening_radii2(tree, self.params.theta)
+        out = [let.export(tree, r_open2, boxes[r]) if r != comm.rank else
+               (np.zeros((0, let.CELL_WIDTH)), np.zeros((0, let.PARTICLE_WIDTH)))
+               for r in range(comm.size)]
+        t1 = perf_counter()
+        got, failed = {}, []
+
+        def send():
+            try:
+                got["cells"] = comm.alltoallv([o[0] for o in out], "the LET exchange")
+                got["particles"] = comm.alltoallv([o[1] for o in out], "the LET exchange")
+            except BaseException as exc:  # handed to the walking thread
+                failed.append(exc)
+
+        thread = threading.Thread(target=send, name="galaxyview-let", daemon=True)
+        thread.start()
+        acc, pot, pp, pc = super()._walk(tree)
+        t2 = perf_counter()
+        thread.join()
+        if failed:
+            raise failed[0]
+        t3 = perf_counter()
+        own = self._own_pair(tree)
+        for r in range(comm.size):
+            cells = got["cells"][r]
+            if r == comm.rank or len(cells) == 0:
+                continue
+            extra = let.extra_tree(tree, cells, got["particles"][r])
+            a, p, pp_r, pc_r = super()._walk(extra)
+            acc += a[-tree.n:]
+            pot += p[-tree.n:] - own
+            pp, pc = pp + pp_r, pc + pc_r
+        t4 = perf_counter()
+        ms.update(let_build=1e3 * (t1 - t0), local_walk=1e3 * (t2 - t1),
+                  let_comm=1e3 * (t3 - t2), let_walk=1e3 * (t4 - t3))
+        self.cost = (pp + pc) / max(tree.n, 1)
+        return acc, pot, pp, pc
+
+    def _own_pair(self, tree):
+        """What the walk adds to a particle's potential for its own pair (0 or m/eps)."""
+        eps2 = np.float32(self.params.eps) * np.float32(self.params.eps)
+        if not (self.own_pair_offset and eps2 > 0):
+            return 0.0
+        return self.params.G * tree.mass * (1.0 / np.sqrt(np.float64(eps2)))
+

@@ -1,0 +1,56 @@
+"""Run under mpirun by tests/test_parallel_mpi.py: the rest of the Engine interface over
+several processes, against the one-process engine computed on rank 0. Prints one JSON line."""
+import json
+import sys
+
+import numpy as np
+
+from galaxyview.engines.cpu.engine import CPUEngine
+from galaxyview.engines.parallel.engine import ParallelEngine, serve, stop_serving
+from galaxyview.engines.parallel.mpi import Comm
+from galaxyview.errors import EngineError
+from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.params import Params
+
+comm = Comm(timeout=120)
+if comm.rank != 0:
+    sys.exit(serve(comm))
+try:
+    state = plummer_sphere(2000, np.random.default_rng(3))
+    params = Params(theta=0.5, dt=1 / 64, eps=0.05)
+    par, one = ParallelEngine("reference", params, comm=comm), CPUEngine(params)
+    par.load(state)
+    one.load(state)
+    out = {}
+    par.step(3)
+    one.step(3)
+    par.set_params(theta=0.8)
+    one.set_params(theta=0.8)
+    rel = lambda a, b: float(np.median(np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)))
+    out["theta_changed_err"] = rel(par.accelerations()[0], one.accelerations()[0])
+    mask = state.pos[:, 0] > 0
+    out["com_diff"] = float(np.abs(par.centre_of_mass(mask) - one.centre_of_mass(mask)).max())
+    boxes = par.tree_boxes(0, 3)
+    out["boxes"] = int(len(boxes))
+    exact = par.exact_state()
+    again = ParallelEngine("reference", params.with_(theta=0.8), comm=comm)
+    again.load_exact(exact)
+    out["restart_pos_equal"] = bool(np.array_equal(again.exact_state().pos, exact.pos))
+    out["restart_energy_diff"] = abs(again.energies().total - par.energies().total)
+    out["restart_steps"] = again.steps_done
+    again.close()
+    acc, ref = par.sample_forces(np.arange(0, 2000, 50))
+    out["sample_err"] = rel(acc, ref)
+    t_before = par.time
+    par.set_params(dt=1e6, eps=1e-6)  # the next step flings particles out: NaN or inf
+    try:
+        par.step(5)
+        out["failed"] = None
+    except EngineError as exc:
+        out["failed"] = str(exc)
+    out["time_kept"] = par.time == t_before
+    out["state_finite"] = bool(np.isfinite(par.state().pos).all())
+    par.close()
+    print(json.dumps(out), flush=True)
+finally:
+    stop_serving(comm)

@@ -1,0 +1,36 @@
+"""Run under mpirun by tests/test_parallel_mpi.py: a Plummer sphere on the parallel engine.
+
+argv: backend n steps out.npz. Rank 0 writes the forces after loading, the energies before
+and after the steps, the final state and the per-phase times.
+"""
+import sys
+
+import numpy as np
+
+from galaxyview.engines.parallel.engine import ParallelEngine, serve, stop_serving
+from galaxyview.engines.parallel.mpi import Comm
+from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.params import Params
+
+backend, n, steps, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+comm = Comm(timeout=120)
+if comm.rank != 0:
+    sys.exit(serve(comm))
+try:
+    params = Params(theta=0.5, dt=1 / 64, eps=0.05)
+    engine = ParallelEngine(backend, params, comm=comm)
+    engine.load(plummer_sphere(n, np.random.default_rng(7)))
+    acc, pot = engine.accelerations()
+    e0 = engine.energies()
+    engine.step(steps)
+    e1 = engine.energies()
+    state = engine.state()
+    acc1, _ = engine.accelerations()
+    np.savez(out, acc=acc, pot=pot, e0=[e0.kinetic, e0.potential], e1=[e1.kinetic, e1.potential],
+             pos=state.pos, vel=state.vel, acc1=acc1, time=engine.time, steps=engine.steps_done,
+             ms=[engine.stats.timings_ms.get(k, -1) for k in
+                 ("decompose", "exchange", "let_build", "walk", "let_comm", "let_walk")],
+             counts=[len(a) for a in [engine.rank_ms]])
+    engine.close()
+finally:
+    stop_serving(comm)

@@ -1,0 +1,16 @@
+"""Run under mpirun by tests/test_parallel_mpi.py: one rank misses a collective (argv[1]:
+"hang" sleeps, "die" exits at once); the others must stop within the time-out, not hang."""
+import os
+import sys
+import time
+
+from galaxyview.engines.parallel.mpi import Comm
+
+comm = Comm(timeout=3)
+comm.allreduce([1.0], what="the warm-up")
+if comm.rank == comm.size - 1:
+    if sys.argv[1] == "die":
+        os._exit(1)
+    time.sleep(120)
+comm.allreduce([1.0], what="the test collective")
+print("not reached", flush=True)

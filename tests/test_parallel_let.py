@@ -1,0 +1,200 @@
+"""The parallel engine's pieces in one process: LET export and import, splitters."""
+import numpy as np
+import pytest
+
+from galaxyview.engines.cpu.direct import direct_forces
+from galaxyview.engines.cpu.forces import tree_forces
+from galaxyview.engines.cpu.tree import build_tree
+from galaxyview.engines.parallel import decompose, let
+
+
+def _rel(a, b):
+    return np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def _split_forces(pos, mass, mine, theta, eps, walk=tree_forces):
+    """Forces on the particles `mine` from their own tree plus the LET of the others' tree,
+    in the order of `mine`'s tree, and that tree's order."""
+    local = build_tree(pos[mine], mass[mine])
+    other = np.setdiff1d(np.arange(len(pos)), mine)
+    remote = build_tree(pos[other], mass[other])
+    acc, pot, _, _ = walk(local, theta, eps)
+    cells, particles = let.export(remote, let.opening_radii2(remote, theta),
+                                  let.domain_box(local.pos))
+    a, p, _, _ = walk(let.extra_tree(local, cells, particles), theta, eps)
+    return acc + a[-local.n:], pot + p[-local.n:], mine[local.order], len(cells), len(particles)
+
+
+@pytest.mark.parametrize("n, cut", [(4000, 0.0), (6000, 0.6)])
+def test_let_forces_match_direct_sum_like_one_tree(n, cut):
+    rng = np.random.default_rng(n)
+    pos = (rng.standard_normal((n, 3)) * [1, 1, 0.3]).astype(np.float32)
+    mass = np.full(n, 1.0 / n, np.float32)
+    theta, eps = 0.5, 0.01
+    mine = np.flatnonzero(pos[:, 0] < cut)
+    acc, pot, at, n_cells, n_particles = _split_forces(pos, mass, mine, theta, eps)
+    ref, ref_pot = direct_forces(pos.astype(np.float64), mass.astype(np.float64), eps, 1.0,
+                                 targets=at)
+    err = _rel(acc, ref)
+    one = build_tree(pos, mass)
+    acc1, _, _, _ = tree_forces(one, theta, eps)
+    where = np.empty(n, np.int64)
+    where[one.order] = np.arange(n)
+    err1 = _rel(acc1[where[at]], ref)
+    # the LET is a small part of the other domain, yet the errors are the tree's own
+    assert 0 < n_particles < n - len(mine) and n_cells < one.n_cells
+    assert np.median(err) < 1.5 * np.median(err1) and np.median(err) < 3e-4
+    assert np.percentile(err, 99) < 3 * np.percentile(err1, 99)
+    assert np.abs(pot - ref_pot).max() < 1e-3 * np.abs(ref_pot).max()
+
+
+def test_let_walk_is_the_same_with_the_compiled_walk():
+    pytest.importorskip("numba")
+    from galaxyview.engines.cpu_numba import walk
+
+    rng = np.random.default_rng(5)
+    pos = rng.standard_normal((3000, 3)).astype(np.float32)
+    mass = np.full(3000, 1 / 3000, np.float32)
+    mine = np.flatnonzero(pos[:, 1] > 0.3)
+    acc, pot, *_ = _split_forces(pos, mass, mine, 0.6, 0.02)
+    acc_n, pot_n, *_ = _split_forces(pos, mass, mine, 0.6, 0.02, walk.tree_forces)
+    # the compiled walk adds back the own pair's -m/eps, absent from an extra tree
+    own = mass[0] / np.sqrt(np.float64(np.float32(0.02) ** 2))  # equal masses
+    assert np.percentile(_rel(acc_n, acc), 99) < 1e-4
+    assert np.allclose(pot_n - own, pot, rtol=1e-4)
+
+
+def test_an_empty_or_far_domain_needs_little():
+    rng = np.random.default_rng(1)
+    tree = build_tree(rng.standard_normal((2000, 3)).astype(np.float32),
+                      np.ones(2000, np.float32))
+    far = np.array([100, 100, 100, 101, 101, 101], np.float32)
+    cells, particles = let.export(tree, let.opening_radii2(tree, 0.5), far)
+    assert len(cells) == 1 and len(particles) == 0  # the root as one multipole
+    assert cells[0, 3] == pytest.approx(2000)
+    empty = let.domain_box(np.zeros((0, 3), np.float32))
+    assert [len(a) for a in let.export(tree, let.opening_radii2(tree, 0.5), empty)] == [0, 0]
+
+
+def test_splitters_cut_the_weighted_sample_evenly():
+    keys = np.arange(1000, dtype=np.uint64)
+    cuts = decompose.split_sample(keys, np.ones(1000), 4)
+    assert list(np.bincount(decompose.owners(keys, cuts), minlength=4)) == [250] * 4
+    # particles of the upper half cost three times as much: they are spread over more ranks
+    weight = np.where(keys < 500, 1.0, 3.0)
+    owner = decompose.owners(keys, decompose.split_sample(keys, weight, 4))
+    cost = np.bincount(owner, weights=weight, minlength=4)
+    assert cost.max() / cost.mean() < 1.01
+    assert np.bincount(owner)[0] > 2 * np.bincount(owner)[3]
+
+
+def test_device_forest_links_every_let_under_one_open_root():
+    rng = np.random.default_rng(3)
+    lets, masses = [], []
+    for k in range(3):  # three remote domains seen from a box at the origin
+        pos = (rng.standard_normal((1500, 3)) + [4.0 * (k + 1), 0, 0]).astype(np.float32)
+        tree = build_tree(pos, np.full(1500, 0.5, np.float32))
+        box = np.array([-1, -1, -1, 1, 1, 1], np.float32)
+        lets.append(let.export(tree, let.opening_radii2(tree, 0.8), box))
+        masses.append(750.0)
+    n_local = 1000
+    mac, q0, q1, link, pos4 = let.device_forest(lets, n_local)
+    assert np.isinf(mac[0, 3]) and tuple(link[0]) == (1, 3)
+    assert len(mac) == 1 + sum(len(c) for c, _ in lets)
+    assert len(pos4) == sum(len(p) for _, p in lets)
+
+    def mass_below(c):  # the mass a walk that opens everything would find
+        first, count = link[c]
+        if count > 0:
+            return sum(mass_below(k) for k in range(first, first + count))
+        if count < 0:
+            return float(pos4[first - n_local:first - n_local - count, 3].sum())
+        return float(q1[c, 3])  # a multipole only
+
+    for k in range(3):
+        root = link[0, 0] + k
+        assert mass_below(root) == pytest.approx(masses[k], rel=1e-6)
+        assert q1[root, 3] == pytest.approx(masses[k], rel=1e-6)
+    cells = lets[0][0]
+    at = np.r_[1, 4 + np.arange(len(cells) - 1)]  # the first LET: its root, then its cells
+    assert np.allclose(np.c_[q0[at], q1[at, :2]] / 3, cells[:, 4:10], rtol=1e-6, atol=1e-9)
+    assert np.allclose(q1[at, 2], 0.5 * cells[:, 4:7].sum(axis=1), rtol=1e-6, atol=1e-9)
+
+
+def _walk_device_forest(x, mac, cell_mass, link, pos_all, pp_leaf):
+    """The GPU walk's decisions (kernels/nbody_walk.cu) for one target point: the mass it
+    reaches and its monopole acceleration (cells at their centre of mass, pairs exact)."""
+    mass, acc, stack = 0.0, np.zeros(3), [0]
+    while stack:
+        c = stack.pop()
+        d = mac[c, :3].astype(np.float64) - x
+        far = float(d @ d) > mac[c, 3]
+        first, count = link[c]
+        if count < 0 and (not far or -count <= pp_leaf):
+            src = pos_all[first:first - count]
+            r = src[:, :3].astype(np.float64) - x
+            mass += src[:, 3].sum()
+            acc += (src[:, 3, None] * r / np.linalg.norm(r, axis=1)[:, None] ** 3).sum(0)
+        elif far:
+            m = cell_mass[c]
+            mass += m
+            acc += m * d / np.linalg.norm(d) ** 3
+        else:
+            stack.extend(range(first, first + count))
+    return mass, acc
+
+
+@pytest.mark.parametrize("pp_leaf", [0, 8])
+def test_device_forest_walked_as_the_gpu_walks_reaches_all_remote_mass(pp_leaf):
+    """No cell sent as a multipole only is opened by a particle inside the domain box, so
+    every remote particle's mass is reached once; the forces match the direct sum."""
+    rng = np.random.default_rng(11)
+    local = rng.uniform(-1, 1, (200, 3)).astype(np.float32)
+    lets, remote = [], []
+    for shift in ([2.5, 0, 0], [0, -2.2, 0.5]):
+        pos = (rng.standard_normal((3000, 3)) * 0.6 + shift).astype(np.float32)
+        tree = build_tree(pos, np.full(3000, 1 / 3000, np.float32))
+        lets.append(let.export(tree, let.opening_radii2(tree, 0.4), let.domain_box(local),
+                               pp_leaf))
+        remote.append(pos)
+    mac, q0, q1, link, pos4 = let.device_forest(lets, len(local))
+    pos_all = np.concatenate([np.c_[local, np.zeros(len(local))], pos4]).astype(np.float32)
+    src = np.concatenate(remote).astype(np.float64)
+    for x in local[:25].astype(np.float64):
+        m, a = _walk_device_forest(x, mac, q1[:, 3], link, pos_all, pp_leaf)
+        assert m == pytest.approx(2.0, rel=1e-5)
+        r = src - x
+        ref = (r / np.linalg.norm(r, axis=1)[:, None] ** 3).sum(0) / 3000
+        assert np.linalg.norm(a - ref) < 0.02 * np.linalg.norm(ref)  # monopoles at theta 0.4
+
+
+def test_hilbert_keys_walk_the_grid_one_neighbour_at_a_time():
+    side = np.arange(8, dtype=np.uint64)
+    grid = np.stack(np.meshgrid(side, side, side, indexing="ij"), -1).reshape(-1, 3)
+    keys = decompose.hilbert_keys(grid + np.uint64(1 << 10))  # an aligned block inside
+    assert len(np.unique(keys)) == 512
+    assert int(keys.max() - keys.min()) == 511  # an aligned block is one stretch of keys
+    path = grid[np.argsort(keys)].astype(np.int64)
+    assert (np.abs(np.diff(path, axis=0)).sum(axis=1) == 1).all()  # each step to a neighbour
+
+
+def test_a_gpu_tree_on_the_host_exports_the_same_let():
+    """gpu_rank.host_tree (the device tree in download_tree's terms, r_open^2 as stored)
+    gives the LET the CPU tree gives."""
+    from galaxyview.engines.parallel.gpu_rank import host_tree
+
+    rng = np.random.default_rng(2)
+    tree = build_tree(rng.standard_normal((4000, 3)).astype(np.float32),
+                      np.full(4000, 0.25, np.float32))
+    r_open2 = let.opening_radii2(tree, 0.6)
+    cells = dict(pos=tree.pos, mass=tree.mass, body_begin=tree.body_begin,
+                 body_count=tree.body_count, child_begin=tree.child_begin,
+                 child_count=tree.child_count, com=tree.com, r_open2=r_open2,
+                 cell_mass=tree.cell_mass, quad=tree.quad)
+    box = np.array([2, -1, -1, 4, 1, 1], np.float32)
+    cpu_cells, cpu_particles = let.export(tree, r_open2, box, pp_leaf=4)
+    gpu_cells, gpu_particles = let.export(host_tree(cells, 16), r_open2, box, pp_leaf=4)
+    keep = np.r_[0:10, 12:17]  # all but the CPU walks' size and delta
+    assert np.array_equal(cpu_cells[:, keep], gpu_cells[:, keep])
+    assert np.array_equal(cpu_particles, gpu_particles)
+    assert 1 < len(gpu_cells) < tree.n_cells
