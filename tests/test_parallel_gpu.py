@@ -38,12 +38,17 @@ def _need_two_gpus():
         pytest.skip("needs two CUDA devices")
 
 
+def _pythonpath() -> str:
+    """The checkout first, then what the caller's PYTHONPATH holds (pycuda on the GPU kit)."""
+    return os.pathsep.join([str(HERE.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def _rel(a, b):
     return np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def _mpirun(k, n, out):
-    env = dict(os.environ, PYTHONPATH=str(HERE.parent), GALAXYVIEW_REBALANCE_EVERY="4")
+    env = dict(os.environ, PYTHONPATH=_pythonpath(), GALAXYVIEW_REBALANCE_EVERY="4")
     cmd = mpirun_command(k, [sys.executable, str(HERE / "mpi" / "parallel_run.py"), "gpu",
                              str(n), str(STEPS), str(out)])
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -83,7 +88,7 @@ def test_more_gpus_than_present_is_refused_before_starting(tmp_path):
     k = _gpus() + 1
     cmd = [sys.executable, "-m", "galaxyview", "run", "plummer", "--n", "4096", "--steps", "1",
            "--gpus", str(k)]
-    done = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(HERE.parent)),
+    done = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=_pythonpath()),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert f"--gpus {k}" in done.stderr and "no CUDA device" in done.stderr

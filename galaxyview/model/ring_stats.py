@@ -40,12 +40,15 @@ def wake_pitch_angle(pos, sheet, cells: int = 128) -> float:
     """The wakes' angle (degrees) from the azimuthal (y) direction toward +x, from the
     autocorrelation of the surface density on a cells x cells grid (Salo et al. 2004): the
     orientation of the central peak's long axis, from the second moments of its connected
-    part above half its height. Negative: trailing (tilted with the shear v_y = -3/2 Omega x)."""
+    part above half its height (the density smoothed over a cell, the zero lag's particle noise
+    left out, so that the peak is the wakes' and not one cell's). Negative: trailing (tilted with the shear v_y = -3/2 Omega x)."""
     h, _, _ = np.histogram2d(pos[:, 0], pos[:, 1], bins=cells,
                              range=[[-sheet.lx / 2, sheet.lx / 2], [-sheet.ly / 2, sheet.ly / 2]])
-    d = h - h.mean()
+    d = ndimage.gaussian_filter(h - h.mean(), 1.0, mode="wrap")  # the wakes, not the noise
     f = np.fft.rfft2(d)
     ac = np.fft.fftshift(np.fft.irfft2(f * np.conj(f), s=d.shape))
+    c = cells // 2  # the zero lag holds the particles' own (Poisson) variance: left out
+    ac[c, c] = 0.25 * (ac[c - 1, c] + ac[c + 1, c] + ac[c, c - 1] + ac[c, c + 1])
     ac /= ac.max()
     dx, dy = sheet.lx / cells, sheet.ly / cells
     ix = (np.arange(cells) - cells // 2) * dx
