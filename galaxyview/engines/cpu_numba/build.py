@@ -13,9 +13,11 @@ from numba import prange
 from galaxyview.engines.cpu import keys as mkeys
 from galaxyview.engines.cpu import tree as tree_phases
 from galaxyview.engines.cpu.cells import Tree
-from galaxyview.engines.cpu_numba.jit import kernel
+from galaxyview.engines.cpu_numba.jit import kernel, use_threads
 
 MAX_LEVEL = mkeys.MAX_LEVEL
+DIGIT = 8  # radix sort: key bits a pass
+SORT_CHUNKS = 2  # radix sort: parts of the keys per thread
 _U = np.uint64
 
 
@@ -197,9 +199,87 @@ def _moments(pos, mass, begin, count, child_begin, child_count, center):
     return m, com, quad, delta
 
 
+@kernel()
+def _extent(pos):
+    """Per-axis minimum and maximum of float32 positions (N, 3), N >= 1."""
+    lo, hi = pos[0].copy(), pos[0].copy()
+    for i in range(1, pos.shape[0]):
+        for k in range(3):
+            lo[k] = min(lo[k], pos[i, k])
+            hi[k] = max(hi[k], pos[i, k])
+    return lo, hi
+
+
+@kernel()
+def _histogram(keys, hist, a, b, shift):
+    """hist[d] += the keys a..b-1 whose digit at `shift` is d."""
+    mask = _U(hist.size - 1)
+    for i in range(a, b):
+        hist[(keys[i] >> shift) & mask] += 1
+
+
+@kernel()
+def _scatter(keys, order, keys_to, order_to, at, a, b, shift):
+    """Keys a..b-1 (and their order) to their buckets' next places at[digit]."""
+    mask = _U(at.size - 1)
+    for i in range(a, b):
+        key = keys[i]
+        d = (key >> shift) & mask
+        j = at[d]
+        at[d] = j + 1
+        keys_to[j] = key
+        order_to[j] = order[i]
+
+
+@kernel(parallel=True)
+def _radix_argsort(keys, chunks):
+    """(order, sorted keys) of uint64 keys: a stable LSD radix sort, DIGIT bits a pass (passes
+    where every key has the same digit skipped); `chunks` parts of the keys in parallel, each
+    with its own bucket offsets, so the order is numpy's stable argsort's."""
+    n = keys.size
+    k, o = np.empty((2, n), np.uint64), np.empty((2, n), np.int64)
+    k[0] = keys
+    o[0] = np.arange(n)
+    bounds = np.linspace(0, n, chunks + 1).astype(np.int64)
+    buckets, cur = 1 << DIGIT, 0
+    for p in range((64 + DIGIT - 1) // DIGIT):
+        shift = _U(p * DIGIT)
+        hist = np.zeros((chunks, buckets), np.int64)
+        for c in prange(chunks):
+            _histogram(k[cur], hist[c], bounds[c], bounds[c + 1], shift)
+        if hist.sum(axis=0).max() == n:
+            continue
+        start = np.empty((chunks, buckets), np.int64)  # digit major, chunk minor: stable
+        s = 0
+        for d in range(buckets):
+            for c in range(chunks):
+                start[c, d] = s
+                s += hist[c, d]
+        for c in prange(chunks):
+            _scatter(k[cur], o[cur], k[1 - cur], o[1 - cur], start[c], bounds[c], bounds[c + 1],
+                     shift)
+        cur = 1 - cur
+    return o[cur].copy(), k[cur].copy()
+
+
+@kernel(parallel=True)
+def _take(pos, mass, order):
+    """pos[order], mass[order]."""
+    p, m = np.empty_like(pos), np.empty_like(mass)
+    for i in prange(order.size):
+        j = order[i]
+        p[i, 0], p[i, 1], p[i, 2], m[i] = pos[j, 0], pos[j, 1], pos[j, 2], mass[j]
+    return p, m
+
+
 def sort_particles(pos: np.ndarray, mass: np.ndarray) -> dict:
-    """The keys_sort phase (engines.cpu.tree.sort_particles with the keys compiled)."""
-    return tree_phases.sort_particles(pos, mass, _keys)
+    """The keys_sort phase (engines.cpu.tree.sort_particles compiled: the extent, the keys,
+    a radix sort and the gather)."""
+    pos, mass = tree_phases.checked(pos, mass)
+    lo, size, scale = mkeys.cube(*_extent(pos))
+    order, keys = _radix_argsort(_keys(pos, lo, scale), SORT_CHUNKS * use_threads())
+    pos, mass = _take(pos, mass, order)
+    return dict(keys=keys, order=order, pos=pos, mass=mass, lo=lo, L=size, scale=scale)
 
 
 def build_cells(sorted_: dict, n_leaf: int = 16, n_crit: int = 64) -> Tree:
