@@ -67,13 +67,13 @@ def test_the_same_tree_as_the_numpy_engine(case):
                                    err_msg=f)
 
 
-@pytest.mark.parametrize("chunks", [1, 3, 8])
-def test_the_radix_sort_is_numpys_stable_argsort(chunks):
-    rng = np.random.default_rng(chunks)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_radix_sort_is_numpys_stable_argsort(seed):
+    rng = np.random.default_rng(seed)
     wide = rng.integers(0, 2**63, 5000, dtype=np.uint64)
     few = rng.integers(0, 40, 5000).astype(np.uint64) << np.uint64(50)  # many equal keys
     for keys in (wide, few, np.zeros(7, np.uint64), wide[:1]):
-        order, sorted_keys = build._radix_argsort(keys, chunks)
+        order, sorted_keys = build._radix_argsort(keys)
         assert np.array_equal(order, np.argsort(keys, kind="stable"))
         assert np.array_equal(sorted_keys, keys[order])
 

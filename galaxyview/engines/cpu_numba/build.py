@@ -4,20 +4,19 @@ The same cells, groups and multipoles as the numpy engine's (engines/cpu: keys, 
 multipoles; tested equal), filled into the same `cells.Tree`: keys from float32 positions
 without FMA, the stable sort of numpy, cells level by level (breadth first, children
 contiguous, in key order), sibling-merged groups, float64 moments stored as float32.
+All on one thread: these phases take a few milliseconds, and a parallel region waits for its
+slowest thread, which on a busy machine (or beside the window's drawing) can be descheduled.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
-
 from galaxyview.engines.cpu import keys as mkeys
 from galaxyview.engines.cpu import tree as tree_phases
 from galaxyview.engines.cpu.cells import Tree
-from galaxyview.engines.cpu_numba.jit import kernel, use_threads
+from galaxyview.engines.cpu_numba.jit import kernel
 
 MAX_LEVEL = mkeys.MAX_LEVEL
 DIGIT = 8  # radix sort: key bits a pass
-SORT_CHUNKS = 2  # radix sort: parts of the keys per thread
 _U = np.uint64
 
 
@@ -33,13 +32,13 @@ def _spread(v):
     return v
 
 
-@kernel(parallel=True)
+@kernel()
 def _keys(pos, lo, scale):
     """63-bit Morton keys of float32 positions (keys.grid_coords + keys.morton_keys)."""
     n = pos.shape[0]
     out = np.empty(n, np.uint64)
     top = np.float32(2**MAX_LEVEL - 1)
-    for i in prange(n):
+    for i in range(n):
         key = _U(0)
         for k in range(3):
             c = np.floor((pos[i, k] - lo[k]) * scale)  # float32, two rounded operations
@@ -211,62 +210,48 @@ def _extent(pos):
 
 
 @kernel()
-def _histogram(keys, hist, a, b, shift):
-    """hist[d] += the keys a..b-1 whose digit at `shift` is d."""
-    mask = _U(hist.size - 1)
-    for i in range(a, b):
-        hist[(keys[i] >> shift) & mask] += 1
+def _radix_argsort(keys):
+    """(order, sorted keys) of uint64 keys: a stable LSD radix sort, DIGIT bits a pass, so the
+    order is numpy's stable argsort's. Every digit's histogram comes from one pass over the
+    keys; passes where all keys share the digit are skipped. One thread: at 262144 keys about
+    as fast as several, and no thread has to wait for another on a busy machine."""
+    n = keys.size
+    buckets = 1 << DIGIT
+    passes = (64 + DIGIT - 1) // DIGIT
+    mask = _U(buckets - 1)
+    hist = np.zeros((passes, buckets), np.int64)
+    for i in range(n):
+        key = keys[i]
+        for p in range(passes):
+            hist[p, (key >> _U(p * DIGIT)) & mask] += 1
+    k, o = keys.copy(), np.arange(n)
+    k_to, o_to = np.empty_like(k), np.empty_like(o)
+    at = np.empty(buckets, np.int64)
+    for p in range(passes):
+        if hist[p].max() == n:
+            continue
+        s = 0
+        for d in range(buckets):
+            at[d] = s
+            s += hist[p, d]
+        shift = _U(p * DIGIT)
+        for i in range(n):
+            key = k[i]
+            d = (key >> shift) & mask
+            j = at[d]
+            at[d] = j + 1
+            k_to[j] = key
+            o_to[j] = o[i]
+        k, k_to = k_to, k
+        o, o_to = o_to, o
+    return o, k
 
 
 @kernel()
-def _scatter(keys, order, keys_to, order_to, at, a, b, shift):
-    """Keys a..b-1 (and their order) to their buckets' next places at[digit]."""
-    mask = _U(at.size - 1)
-    for i in range(a, b):
-        key = keys[i]
-        d = (key >> shift) & mask
-        j = at[d]
-        at[d] = j + 1
-        keys_to[j] = key
-        order_to[j] = order[i]
-
-
-@kernel(parallel=True)
-def _radix_argsort(keys, chunks):
-    """(order, sorted keys) of uint64 keys: a stable LSD radix sort, DIGIT bits a pass (passes
-    where every key has the same digit skipped); `chunks` parts of the keys in parallel, each
-    with its own bucket offsets, so the order is numpy's stable argsort's."""
-    n = keys.size
-    k, o = np.empty((2, n), np.uint64), np.empty((2, n), np.int64)
-    k[0] = keys
-    o[0] = np.arange(n)
-    bounds = np.linspace(0, n, chunks + 1).astype(np.int64)
-    buckets, cur = 1 << DIGIT, 0
-    for p in range((64 + DIGIT - 1) // DIGIT):
-        shift = _U(p * DIGIT)
-        hist = np.zeros((chunks, buckets), np.int64)
-        for c in prange(chunks):
-            _histogram(k[cur], hist[c], bounds[c], bounds[c + 1], shift)
-        if hist.sum(axis=0).max() == n:
-            continue
-        start = np.empty((chunks, buckets), np.int64)  # digit major, chunk minor: stable
-        s = 0
-        for d in range(buckets):
-            for c in range(chunks):
-                start[c, d] = s
-                s += hist[c, d]
-        for c in prange(chunks):
-            _scatter(k[cur], o[cur], k[1 - cur], o[1 - cur], start[c], bounds[c], bounds[c + 1],
-                     shift)
-        cur = 1 - cur
-    return o[cur].copy(), k[cur].copy()
-
-
-@kernel(parallel=True)
 def _take(pos, mass, order):
     """pos[order], mass[order]."""
     p, m = np.empty_like(pos), np.empty_like(mass)
-    for i in prange(order.size):
+    for i in range(order.size):
         j = order[i]
         p[i, 0], p[i, 1], p[i, 2], m[i] = pos[j, 0], pos[j, 1], pos[j, 2], mass[j]
     return p, m
@@ -277,7 +262,7 @@ def sort_particles(pos: np.ndarray, mass: np.ndarray) -> dict:
     a radix sort and the gather)."""
     pos, mass = tree_phases.checked(pos, mass)
     lo, size, scale = mkeys.cube(*_extent(pos))
-    order, keys = _radix_argsort(_keys(pos, lo, scale), SORT_CHUNKS * use_threads())
+    order, keys = _radix_argsort(_keys(pos, lo, scale))
     pos, mass = _take(pos, mass, order)
     return dict(keys=keys, order=order, pos=pos, mass=mass, lo=lo, L=size, scale=scale)
 
