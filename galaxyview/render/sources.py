@@ -31,13 +31,25 @@ def framing_positions(pos: np.ndarray, component: np.ndarray) -> np.ndarray:
 
 
 class HostSource:
-    """CPU path: vertices built from a host copy of the state and uploaded with glBufferData."""
+    """CPU path: vertices built from a host copy of the state and uploaded with glBufferData;
+    the light splatted from them on the host (render/host_splat.py) when numba compiles it,
+    else drawn as GL sprites."""
 
     path = "host upload"
     notice = failure = None  # a drawing problem and its fix, for the HUD and the terminal
 
     def __init__(self, engine, renderer: ParticleRenderer):
         self.engine, self.renderer = engine, renderer
+        self.splatter, self.splat_error = None, None
+        self._vertices = None
+        try:
+            from galaxyview.render.host_splat import HostSplatter
+
+            self.splatter = HostSplatter()
+        except Exception as exc:  # numba missing or failing: GL sprites instead
+            self.splat_error = f"{type(exc).__name__}: {exc}"
+        else:
+            renderer.light_source = self
 
     def positions(self) -> np.ndarray:
         s = self.engine.state()
@@ -50,9 +62,18 @@ class HostSource:
             mode = self.renderer.look.colour_mode
             vertices = engine_vertices(self.engine, mode)
         self.renderer.upload(vertices, mode)
+        self._vertices = vertices
+
+    def light(self, camera, look, size):
+        """The light texture for this view, splatted from the last vertices uploaded."""
+        return self.splatter.render_light(self._vertices, camera, look, size,
+                                          self.renderer.colouring())
 
     def close(self) -> None:
-        pass
+        if self.renderer.light_source is self:
+            self.renderer.light_source = None
+        if self.splatter is not None:
+            self.splatter.release()
 
 
 INTEROP_FIX = ("the OpenGL context is not on the CUDA GPU; on a hybrid-graphics laptop start "
