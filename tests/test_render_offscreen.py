@@ -147,6 +147,7 @@ def test_host_splat_draws_what_gl_sprites_draw(renderer, engine, mode):
             diff = np.abs(splat - sprites)
             assert lit(splat) > 0.01
             assert diff.mean() < 1.0 and np.percentile(diff, 99.9) <= 12, (size, diff.max())
+        assert source.light(renderer.camera, renderer.look, (4000, 4000)) is None  # sprites
     finally:
         renderer.look.colour_mode, renderer.look.point_size = "component", 3.0
         pr.light_source = source

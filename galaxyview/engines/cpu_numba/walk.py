@@ -24,7 +24,7 @@ from galaxyview.model.params import check_eps, check_theta
 
 BLOCK = 512  # list terms summed in float32 before they are added in float64
 STACK = 256  # depth-first stack: at most 8 per level for 22 levels
-CHUNKS_PER_THREAD = 8  # chunks of groups per thread (load balance)
+CHUNKS_PER_THREAD = 32  # chunks of groups per thread (load balance, also when a thread waits)
 TERMS = 11  # a cell's list row: centre of mass (3), mass, second moments (6), half the trace
 PAD = 16  # lists padded to whole SIMD vectors (16 float32)
 FAR = np.float32(1e10)  # where the padding's massless terms sit
