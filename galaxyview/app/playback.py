@@ -72,7 +72,9 @@ class PlaybackActions:
         s = self.session
         if s is not None and s.sync(self.look):
             self.step_frames += 1
-            if self.playing and s.host:  # the next batch steps while this one is drawn
+            if self.step_frames == self.stop_at_frame:
+                self.set_playing(False)
+            elif self.playing and s.host:  # the next batch steps while this one is drawn
                 s.post_steps(self.steps_per_frame)
         if self.show_controller is not None:
             self.show_controller.before_draw()
