@@ -4,10 +4,10 @@ Each group walks the tree depth first from the root with Bonsai's MAC (engines/c
 a cell is accepted when the distance from the group's bounding box to its centre of mass
 exceeds l/theta + delta (compared squared, in float32, unfused, as the numpy walk), an opened
 leaf gives its particles, an opened internal cell its children. A cell's walk data is one
-64-byte record (centre of mass, mass, second moments, trace, r_open^2) beside its links, so a
-visit reads one cache line. The accepted cells and the leaves' particles are gathered into
-contiguous rows; then the lists are evaluated a BLOCK of terms at a time (it stays in the L1
-cache) for every particle of the group, two particles a pass, in float32 SIMD loops (fastmath:
+32-byte record (centre of mass, r_open^2 and its links), its moments another. The accepted
+cells and the leaves' particles are gathered into contiguous rows, padded to whole SIMD
+vectors; then the lists are evaluated a BLOCK of terms at a time (it stays in the L1 cache)
+for every particle of the group, two particles a pass, in float32 SIMD loops (fastmath:
 vectorised sums, rsqrt), each block's sums added up in float64. Groups are handed to the
 threads a chunk at a time (dynamic schedule). The same interactions as the numpy engine: the
 same pp and pc.
