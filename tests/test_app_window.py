@@ -177,12 +177,41 @@ def test_screenshot_is_lit_and_successive_frames_differ(window, qtbot):
     assert lit > 0.002
     frames = []
     window.set_playing(True)
-    for k in (2, 4):
-        qtbot.waitUntil(lambda: window.step_frames >= k, timeout=WAIT_MS)
+    for _ in range(2):  # two batches on from what was drawn last (frames may come fast)
+        seen = window.step_frames
+        qtbot.waitUntil(lambda: window.step_frames >= seen + 2, timeout=WAIT_MS)
         qtbot.waitUntil(lambda: window.frame_shown, timeout=WAIT_MS)
         frames.append(window.canvas.render_image())
     window.set_playing(False)
     assert not np.array_equal(first, frames[0]) and not np.array_equal(frames[0], frames[1])
+
+
+def test_each_batch_is_drawn_once_while_the_next_one_steps(window, qtbot):
+    """Host path: the next batch is posted as a paint takes its state, so the worker steps
+    while the GUI draws; every frame drawn is one batch on from the one before."""
+    session, drawn = window.session, []
+    sync, draw = session.sync, window.canvas.renderer.draw
+
+    def recording_sync(look):
+        frame = session.frame
+        shown = sync(look)
+        if shown:
+            drawn.append([frame.steps_done, None])
+        return shown
+
+    def recording_draw(*args):
+        if drawn and drawn[-1][1] is None:
+            drawn[-1][1] = session.worker.pending_steps  # batches in flight while drawing
+        draw(*args)
+
+    session.sync, window.canvas.renderer.draw = recording_sync, recording_draw
+    window.set_playing(True)
+    qtbot.waitUntil(lambda: len(drawn) >= 8, timeout=WAIT_MS)
+    window.set_playing(False)
+    steps = [d[0] for d in drawn]
+    per_frame = window.steps_per_frame
+    assert steps == list(range(steps[0], steps[0] + per_frame * len(steps), per_frame)), steps
+    assert all(d[1] == 1 for d in drawn[:-1]), drawn
 
 
 def test_bad_scene_file_shows_the_error_and_keeps_the_scene(window, qtbot, tmp_path):

@@ -67,6 +67,27 @@ def test_the_same_tree_as_the_numpy_engine(case):
                                    err_msg=f)
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_radix_sort_is_numpys_stable_argsort(seed):
+    rng = np.random.default_rng(seed)
+    wide = rng.integers(0, 2**63, 5000, dtype=np.uint64)
+    few = rng.integers(0, 40, 5000).astype(np.uint64) << np.uint64(50)  # many equal keys
+    for keys in (wide, few, np.zeros(7, np.uint64), wide[:1]):
+        order, sorted_keys = build._radix_argsort(keys)
+        assert np.array_equal(order, np.argsort(keys, kind="stable"))
+        assert np.array_equal(sorted_keys, keys[order])
+
+
+def test_lists_longer_than_the_first_buffers():
+    """theta 0.1: lists of several thousand terms, beyond the buffers a walk starts with."""
+    pos, mass, eps = CASES["plummer"]
+    tree = numpy_tree(pos[:6000], mass[:6000])
+    a_ref, p_ref, pp_ref, pc_ref = numpy_forces(tree, 0.1, eps)
+    a, p, pp, pc = walk.tree_forces(tree, 0.1, eps)
+    assert (pp, pc) == (pp_ref, pc_ref) and max(pp, pc) > 5000 * 6000
+    assert np.percentile(relative_force_errors(a, a_ref), 99) < 1e-5
+
+
 @pytest.mark.parametrize("theta", [0.4, 0.75])
 def test_forces_match_the_numpy_engine_on_the_same_tree(case, theta):
     pos, mass, eps = case

@@ -127,3 +127,27 @@ def test_vertex_buffer_exists_in_gl_before_the_first_draw(renderer):
         assert handle > 0
         back = np.frombuffer(read_gl_buffer(handle, v.nbytes), VERTEX_DTYPE)
         assert np.array_equal(back, v)
+
+
+@pytest.mark.parametrize("mode", ["component", "speed", "galaxy"])
+def test_host_splat_draws_what_gl_sprites_draw(renderer, engine, mode):
+    """The CPU path splats the light on the host (render/host_splat.py); GL sprites are the
+    reference (the same tolerance as the CUDA splat's, tests/test_interop_gpu.py)."""
+    renderer.attach(engine)
+    source, pr = renderer.source, renderer._renderer
+    assert source.splatter is not None and pr.light_source is source, source.splat_error
+    renderer.look.colour_mode = mode
+    try:
+        for size in (3.0, 7.0):
+            renderer.look.point_size = size
+            splat = renderer.draw().astype(int)
+            pr.light_source = None  # the GL sprite path
+            sprites = renderer.draw().astype(int)
+            pr.light_source = source
+            diff = np.abs(splat - sprites)
+            assert lit(splat) > 0.01
+            assert diff.mean() < 1.0 and np.percentile(diff, 99.9) <= 12, (size, diff.max())
+        assert source.light(renderer.camera, renderer.look, (4000, 4000)) is None  # sprites
+    finally:
+        renderer.look.colour_mode, renderer.look.point_size = "component", 3.0
+        pr.light_source = source

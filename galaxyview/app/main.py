@@ -41,6 +41,7 @@ class ScreenshotRun:
         self._timer.setInterval(10)
         self._timer.timeout.connect(self._check)
         self._timer.start()
+        window.stop_at_frame = frames  # no batch beyond the K-th is posted
         window.set_playing(frames > 0)
 
     def _check(self) -> None:

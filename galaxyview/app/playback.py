@@ -1,5 +1,8 @@
 """The play / step loop of the window: the frame timer posts step batches while playing, worker
-frames feed the energy plot, and each paint syncs the newest state into the vertex buffer."""
+frames feed the energy plot and ask for a paint at once, and each paint syncs the newest state
+into the vertex buffer. On the host path the next batch is posted as a paint takes the state it
+draws, so the worker steps while the GUI thread draws: every frame drawn shows a new state, one
+batch on from the one before."""
 from __future__ import annotations
 
 FRAME_MS = 15  # the UI frame timer
@@ -56,6 +59,8 @@ class PlaybackActions:
             self.plot.add_point(frame.time, session.energy_error)
         self.scrub.follow(session)
         self._dirty = True
+        if session.frame is not None:  # a new state to draw: paint now, not at the next tick
+            self.canvas.update()
 
     def _on_failed(self, session, message: str) -> None:
         if session is self.session:
@@ -65,8 +70,13 @@ class PlaybackActions:
     def _before_draw(self) -> None:
         """In the GL context before each paint."""
         self._ring_before_draw()
-        if self.session is not None and self.session.sync(self.look):
+        s = self.session
+        if s is not None and s.sync(self.look):
             self.step_frames += 1
+            if self.step_frames == self.stop_at_frame:
+                self.set_playing(False)
+            elif self.playing and s.host:  # the next batch steps while this one is drawn
+                s.post_steps(self.steps_per_frame)
         if self.show_controller is not None:
             self.show_controller.before_draw()
         self.follow_path()

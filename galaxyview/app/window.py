@@ -54,6 +54,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.playing = False
         self.steps_per_frame = 1
         self.step_frames = 0  # step batches drawn since the window opened
+        self.stop_at_frame = None  # pause once this many are drawn (--screenshot)
         self.recorder = None
         self.last_error = self.error_dialog = self.help_dialog = None
         self.final_frame = None  # the last state reported before the window closed

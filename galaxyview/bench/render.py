@@ -60,6 +60,7 @@ def render_only(renderer: OffscreenRenderer, engine, n: int, frames: int) -> dic
     parts = dict(renderer.timings)
     host = HostSource(engine, renderer._renderer)
     upload_ms = _median_ms(host.refresh, max(3, frames // 5))
+    host.close()
     renderer.attach(engine)  # back to the interop path
     return {"n": n, "light": "splat" if renderer.source.splatter else "sprites",
             "splat_error": renderer.source.splat_error, "render_interop_ms": round(ms, 3),

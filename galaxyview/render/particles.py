@@ -80,7 +80,7 @@ class ParticleRenderer:
         self.count = 0
         self.vertex_mode = None  # the colour mode the vertex values were made for
         self.ranges: dict = {}  # colour mode -> (lo, hi) of the colour map, when not given
-        self.light_source = None  # GPU path: makes the light texture itself (render/splat.py)
+        self.light_source = None  # makes the light texture itself (render/splat.py, host_splat.py)
         self._box_count = 0
         self._light = None
         self._light_fbo = None
@@ -197,14 +197,17 @@ class ParticleRenderer:
         w, h = int(size[0]), int(size[1])
         mvp = camera.mvp(w / max(h, 1)).T.astype(np.float32)  # GLSL reads column-major
         spheres = look.spheres and self.count
+        light = None
         if self.light_source is not None and self.count and not spheres:
-            self._tonemap["u_light"] = self.light_source.light(camera, look, (w, h))
-        elif spheres:
+            light = self.light_source.light(camera, look, (w, h))  # None: draw sprites
+        if spheres:
             with self._light_buffer((w, h)):
                 gloo.set_viewport(0, 0, w, h)
                 gloo.set_clear_color((0, 0, 0, 0))
                 self._draw_spheres(camera, mvp, (w, h))
             self._tonemap["u_light"] = self._light
+        elif light is not None:
+            self._tonemap["u_light"] = light
         else:
             with self._light_buffer((w, h)):
                 gloo.set_viewport(0, 0, w, h)

@@ -15,6 +15,10 @@ from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_ver
 BLOCK = 256
 VALUES_FROM_ENGINE = 4  # render_pack.cu: the value is the engine's DeviceView.values array
 SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
+# host path: the light is splatted on the host from one particle per this many pixels (under
+# llvmpipe the sprites cost about 0.9 us of CPU a particle, the splat's clear and upload about
+# 15 ns a pixel: even at about 60 pixels a particle)
+PIXELS_PER_SPLAT = 50
 
 
 def engine_vertices(engine, mode: str) -> np.ndarray:
@@ -31,13 +35,25 @@ def framing_positions(pos: np.ndarray, component: np.ndarray) -> np.ndarray:
 
 
 class HostSource:
-    """CPU path: vertices built from a host copy of the state and uploaded with glBufferData."""
+    """CPU path: vertices built from a host copy of the state and uploaded with glBufferData;
+    the light splatted from them on the host (render/host_splat.py) when numba compiles it,
+    else drawn as GL sprites."""
 
     path = "host upload"
     notice = failure = None  # a drawing problem and its fix, for the HUD and the terminal
 
     def __init__(self, engine, renderer: ParticleRenderer):
         self.engine, self.renderer = engine, renderer
+        self.splatter, self.splat_error = None, None
+        self._vertices = None
+        try:
+            from galaxyview.render.host_splat import HostSplatter
+
+            self.splatter = HostSplatter()
+        except Exception as exc:  # numba missing or failing: GL sprites instead
+            self.splat_error = f"{type(exc).__name__}: {exc}"
+        else:
+            renderer.light_source = self
 
     def positions(self) -> np.ndarray:
         s = self.engine.state()
@@ -50,9 +66,22 @@ class HostSource:
             mode = self.renderer.look.colour_mode
             vertices = engine_vertices(self.engine, mode)
         self.renderer.upload(vertices, mode)
+        self._vertices = vertices
+
+    def light(self, camera, look, size):
+        """The light texture for this view, splatted from the last vertices uploaded; None
+        (GL sprites) for fewer particles than one in PIXELS_PER_SPLAT pixels, where clearing
+        and uploading the whole light buffer costs more than the sprites."""
+        if self._vertices is None or len(self._vertices) * PIXELS_PER_SPLAT < size[0] * size[1]:
+            return None
+        return self.splatter.render_light(self._vertices, camera, look, size,
+                                          self.renderer.colouring())
 
     def close(self) -> None:
-        pass
+        if self.renderer.light_source is self:
+            self.renderer.light_source = None
+        if self.splatter is not None:
+            self.splatter.release()
 
 
 INTEROP_FIX = ("the OpenGL context is not on the CUDA GPU; on a hybrid-graphics laptop start "

@@ -29,8 +29,12 @@ def bounding_cube(pos: np.ndarray) -> tuple[np.ndarray, np.float32, np.float32]:
     lo: per-axis minimum; L: the largest extent times (1 + 1e-5), 1 when all points coincide;
     scale = 2**21 / L.
     """
-    lo = pos.min(axis=0)
-    extent = np.float32((pos.max(axis=0) - lo).max())
+    return cube(pos.min(axis=0), pos.max(axis=0))
+
+
+def cube(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.float32, np.float32]:
+    """bounding_cube of the per-axis minimum lo and maximum hi (float32)."""
+    extent = np.float32((hi - lo).max())
     size = np.float32(extent * _PAD) if extent > 0 else np.float32(1.0)
     return lo, size, np.float32(_GRID / size)
 
@@ -71,11 +75,10 @@ def decode_keys(keys: np.ndarray) -> np.ndarray:
     return np.stack([compact_bits(keys >> np.uint64(s)) for s in (2, 1, 0)], axis=1)
 
 
-def sort_by_key(pos: np.ndarray, morton=None):
+def sort_by_key(pos: np.ndarray):
     """Keys of float32 positions and the stable sort: (lo, L, scale, sorted keys, order), where
-    order[i] is the original index of the i-th particle in key order. morton(pos, lo, scale):
-    another implementation of the keys (the compiled engine's)."""
+    order[i] is the original index of the i-th particle in key order."""
     lo, size, scale = bounding_cube(pos)
-    keys = morton(pos, lo, scale) if morton else morton_keys(grid_coords(pos, lo, scale))
+    keys = morton_keys(grid_coords(pos, lo, scale))
     order = np.argsort(keys, kind="stable")
     return lo, size, scale, keys[order], order

@@ -15,19 +15,23 @@ from galaxyview.engines.cpu.multipoles import compute_multipoles
 from galaxyview.errors import EngineError
 
 
-def sort_particles(pos: np.ndarray, mass: np.ndarray, morton=None) -> dict:
-    """The keys_sort phase: bounding cube, keys and the particles in key order. morton(pos, lo,
-    scale) computes the keys (default: keys.morton_keys of keys.grid_coords)."""
+def checked(pos: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (N, 3) and masses (N,) as contiguous float32, N >= 1, positions finite."""
     pos = np.ascontiguousarray(pos, dtype=np.float32)
     if pos.ndim != 2 or pos.shape[1] != 3 or len(pos) == 0 or len(mass) != len(pos):
         raise EngineError(f"a tree needs positions (N, 3) with N >= 1 and N masses; got "
                           f"{pos.shape} and {np.shape(mass)}")
     if not np.isfinite(pos).all():
         raise EngineError("positions hold NaN or infinite values; no tree can be built")
-    lo, size, scale, keys, order = mkeys.sort_by_key(pos, morton)
-    return dict(keys=keys, order=order, pos=pos[order],
-                mass=np.ascontiguousarray(mass, dtype=np.float32)[order],
-                lo=lo, L=size, scale=scale)
+    return pos, np.ascontiguousarray(mass, dtype=np.float32)
+
+
+def sort_particles(pos: np.ndarray, mass: np.ndarray) -> dict:
+    """The keys_sort phase: bounding cube, keys and the particles in key order."""
+    pos, mass = checked(pos, mass)
+    lo, size, scale, keys, order = mkeys.sort_by_key(pos)
+    return dict(keys=keys, order=order, pos=pos[order], mass=mass[order], lo=lo, L=size,
+                scale=scale)
 
 
 def build_cells(sorted_: dict, n_leaf: int = 16) -> Tree:

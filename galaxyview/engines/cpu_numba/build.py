@@ -4,18 +4,19 @@ The same cells, groups and multipoles as the numpy engine's (engines/cpu: keys, 
 multipoles; tested equal), filled into the same `cells.Tree`: keys from float32 positions
 without FMA, the stable sort of numpy, cells level by level (breadth first, children
 contiguous, in key order), sibling-merged groups, float64 moments stored as float32.
+All on one thread: these phases take a few milliseconds, and a parallel region waits for its
+slowest thread, which on a busy machine (or beside the window's drawing) can be descheduled.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
-
 from galaxyview.engines.cpu import keys as mkeys
 from galaxyview.engines.cpu import tree as tree_phases
 from galaxyview.engines.cpu.cells import Tree
 from galaxyview.engines.cpu_numba.jit import kernel
 
 MAX_LEVEL = mkeys.MAX_LEVEL
+DIGIT = 8  # radix sort: key bits a pass
 _U = np.uint64
 
 
@@ -31,13 +32,13 @@ def _spread(v):
     return v
 
 
-@kernel(parallel=True)
+@kernel()
 def _keys(pos, lo, scale):
     """63-bit Morton keys of float32 positions (keys.grid_coords + keys.morton_keys)."""
     n = pos.shape[0]
     out = np.empty(n, np.uint64)
     top = np.float32(2**MAX_LEVEL - 1)
-    for i in prange(n):
+    for i in range(n):
         key = _U(0)
         for k in range(3):
             c = np.floor((pos[i, k] - lo[k]) * scale)  # float32, two rounded operations
@@ -197,9 +198,73 @@ def _moments(pos, mass, begin, count, child_begin, child_count, center):
     return m, com, quad, delta
 
 
+@kernel()
+def _extent(pos):
+    """Per-axis minimum and maximum of float32 positions (N, 3), N >= 1."""
+    lo, hi = pos[0].copy(), pos[0].copy()
+    for i in range(1, pos.shape[0]):
+        for k in range(3):
+            lo[k] = min(lo[k], pos[i, k])
+            hi[k] = max(hi[k], pos[i, k])
+    return lo, hi
+
+
+@kernel()
+def _radix_argsort(keys):
+    """(order, sorted keys) of uint64 keys: a stable LSD radix sort, DIGIT bits a pass, so the
+    order is numpy's stable argsort's. Every digit's histogram comes from one pass over the
+    keys; passes where all keys share the digit are skipped. One thread: at 262144 keys about
+    as fast as several, and no thread has to wait for another on a busy machine."""
+    n = keys.size
+    buckets = 1 << DIGIT
+    passes = (64 + DIGIT - 1) // DIGIT
+    mask = _U(buckets - 1)
+    hist = np.zeros((passes, buckets), np.int64)
+    for i in range(n):
+        key = keys[i]
+        for p in range(passes):
+            hist[p, (key >> _U(p * DIGIT)) & mask] += 1
+    k, o = keys.copy(), np.arange(n)
+    k_to, o_to = np.empty_like(k), np.empty_like(o)
+    at = np.empty(buckets, np.int64)
+    for p in range(passes):
+        if hist[p].max() == n:
+            continue
+        s = 0
+        for d in range(buckets):
+            at[d] = s
+            s += hist[p, d]
+        shift = _U(p * DIGIT)
+        for i in range(n):
+            key = k[i]
+            d = (key >> shift) & mask
+            j = at[d]
+            at[d] = j + 1
+            k_to[j] = key
+            o_to[j] = o[i]
+        k, k_to = k_to, k
+        o, o_to = o_to, o
+    return o, k
+
+
+@kernel()
+def _take(pos, mass, order):
+    """pos[order], mass[order]."""
+    p, m = np.empty_like(pos), np.empty_like(mass)
+    for i in range(order.size):
+        j = order[i]
+        p[i, 0], p[i, 1], p[i, 2], m[i] = pos[j, 0], pos[j, 1], pos[j, 2], mass[j]
+    return p, m
+
+
 def sort_particles(pos: np.ndarray, mass: np.ndarray) -> dict:
-    """The keys_sort phase (engines.cpu.tree.sort_particles with the keys compiled)."""
-    return tree_phases.sort_particles(pos, mass, _keys)
+    """The keys_sort phase (engines.cpu.tree.sort_particles compiled: the extent, the keys,
+    a radix sort and the gather)."""
+    pos, mass = tree_phases.checked(pos, mass)
+    lo, size, scale = mkeys.cube(*_extent(pos))
+    order, keys = _radix_argsort(_keys(pos, lo, scale))
+    pos, mass = _take(pos, mass, order)
+    return dict(keys=keys, order=order, pos=pos, mass=mass, lo=lo, L=size, scale=scale)
 
 
 def build_cells(sorted_: dict, n_leaf: int = 16, n_crit: int = 64) -> Tree:
