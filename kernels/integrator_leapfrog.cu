@@ -14,14 +14,4 @@ extern "C" __global__ void kick_drift(float4* __restrict__ pos, float4* __restri
     }
 }
 
-// The closing half kick, after the forces at the new positions.
-extern "C" __global__ void kick(float4* __restrict__ vel, const float4* __restrict__ acc, int n,
-                                float hdt)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        float4 v = vel[i];
-        const float4 a = acc[i];
-        v.x += a.x * hdt; v.y += a.y * hdt; v.z += a.z * hdt;
-        vel[i] = v;
-    }
-}
+// The closing half kick after the force is the engine's `kick` (kernels/nbody_integrate.cu).

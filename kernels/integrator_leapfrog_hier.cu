@@ -67,17 +67,6 @@ extern "C" __global__ void hl_open(float4* __restrict__ vel, const float4* __res
     }
 }
 
-extern "C" __global__ void hl_drift(float4* __restrict__ pos, const float4* __restrict__ vel,
-                                    int n, float tau)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        float4 p = pos[i];
-        const float4 v = vel[i];
-        p.x += v.x * tau; p.y += v.y * tau; p.z += v.z * tau;
-        pos[i] = p;
-    }
-}
-
 // At block time t (ticks of dt / 2^L): the active particles (level >= kmin) close their step
 // with the new accelerations, take a new level (halved as needed, doubled when t allows: as
 // blocks.new_levels) and, when `open`, open the next step; counts follow the level changes.

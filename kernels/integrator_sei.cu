@@ -31,17 +31,6 @@ extern "C" __global__ void sei_drift(float4* __restrict__ pos, float4* __restric
     }
 }
 
-extern "C" __global__ void sei_kick(float4* __restrict__ vel, const float4* __restrict__ acc,
-                                    int n, float dt)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        float4 v = vel[i];
-        const float4 a = acc[i];
-        v.x += a.x * dt; v.y += a.y * dt; v.z += a.z * dt;
-        vel[i] = v;
-    }
-}
-
 // No self-gravity: accelerations and potentials 0 (what energies() and the colours read).
 extern "C" __global__ void sei_zero(float4* __restrict__ acc, int n)
 {

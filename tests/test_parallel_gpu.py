@@ -1,21 +1,17 @@
 """The parallel engine on 2 GPUs (one process each): forces and energies as one GPU's and
 the CPU reference's within the tree's error, through rebalancing steps. Needs CUDA, two GPUs,
 Open MPI and mpi4py; skipped otherwise."""
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from galaxyview.engines.parallel.launch import mpirun_command
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 
+import mpirun
+
 pytestmark = [pytest.mark.gpu, pytest.mark.mpi]
-HERE = Path(__file__).parent
 STEPS = 12
 
 
@@ -38,20 +34,13 @@ def _need_two_gpus():
         pytest.skip("needs two CUDA devices")
 
 
-def _pythonpath() -> str:
-    """The checkout first, then what the caller's PYTHONPATH holds (pycuda on the GPU kit)."""
-    return os.pathsep.join([str(HERE.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
-
-
 def _rel(a, b):
     return np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def _mpirun(k, n, out):
-    env = dict(os.environ, PYTHONPATH=_pythonpath(), GALAXYVIEW_REBALANCE_EVERY="4")
-    cmd = mpirun_command(k, [sys.executable, str(HERE / "mpi" / "parallel_run.py"), "gpu",
-                             str(n), str(STEPS), str(out)])
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    done = mpirun.script(k, "parallel_run.py", "gpu", n, STEPS, out, timeout=600,
+                         GALAXYVIEW_REBALANCE_EVERY="4")
     assert done.returncode == 0, done.stderr[-3000:]
     return np.load(out)
 
@@ -86,9 +75,6 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n):
 
 def test_more_gpus_than_present_is_refused_before_starting(tmp_path):
     k = _gpus() + 1
-    cmd = [sys.executable, "-m", "galaxyview", "run", "plummer", "--n", "4096", "--steps", "1",
-           "--gpus", str(k)]
-    done = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=_pythonpath()),
-                          capture_output=True, text=True, timeout=120)
+    done = mpirun.galaxyview("run", "plummer", "--n", "4096", "--steps", "1", "--gpus", k)
     assert done.returncode == 2
     assert f"--gpus {k}" in done.stderr and "no CUDA device" in done.stderr

@@ -2,25 +2,20 @@
 time-out): forces and energies as the one-process engine's within the tree's error, the
 float64 direct sum on a sample, and no hang when a process dies or stalls."""
 import json
-import os
 import shutil
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from galaxyview.engines.cpu.direct import direct_forces
 from galaxyview.engines.cpu.engine import CPUEngine
-from galaxyview.engines.parallel.launch import mpirun_command
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 
+import mpirun
+
 pytestmark = [pytest.mark.mpi]
-HERE = Path(__file__).parent
-ROOT = HERE.parent
 N, STEPS = 3000, 8
 
 if shutil.which("mpirun") is None:
@@ -29,9 +24,7 @@ pytest.importorskip("mpi4py")
 
 
 def _mpirun(k, script, *args, timeout=120):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GALAXYVIEW_THREADS="1")
-    cmd = mpirun_command(k, [sys.executable, str(HERE / "mpi" / script), *map(str, args)])
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    return mpirun.script(k, script, *args, timeout=timeout, GALAXYVIEW_THREADS="1")
 
 
 def _rel(a, b):
@@ -104,11 +97,9 @@ def test_a_stalled_or_dead_process_stops_the_job(how):
 
 def test_run_command_over_two_processes(tmp_path):
     """`galaxyview run --procs 2` starts mpirun itself and reports as one process would."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GALAXYVIEW_THREADS="1")
-    cmd = [sys.executable, "-m", "galaxyview", "run", "plummer", "--n", "2000", "--steps", "3",
-           "--backend", "reference", "--procs", "2", "--json",
-           "--out", str(tmp_path / "end.h5")]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    done = mpirun.galaxyview("run", "plummer", "--n", "2000", "--steps", "3", "--backend",
+                             "reference", "--procs", "2", "--json", "--out",
+                             tmp_path / "end.h5", GALAXYVIEW_THREADS="1")
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert report["n"] == 2000 and report["steps"] == 3
@@ -122,11 +113,9 @@ def test_record_over_two_processes(tmp_path):
     import imageio_ffmpeg
 
     out = tmp_path / "p.mp4"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GALAXYVIEW_THREADS="1")
-    cmd = [sys.executable, "-m", "galaxyview", "record", "plummer", "--n", "3000", "--backend",
-           "reference", "--procs", "2", "-o", str(out), "--frames", "6", "--size", "160x96",
-           "--no-progress"]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    done = mpirun.galaxyview("record", "plummer", "--n", "3000", "--backend", "reference",
+                             "--procs", "2", "-o", out, "--frames", "6", "--size", "160x96",
+                             "--no-progress", timeout=180, GALAXYVIEW_THREADS="1")
     assert done.returncode == 0, done.stderr[-3000:]
     gen = imageio_ffmpeg.read_frames(str(out))
     width, height = next(gen)["size"]

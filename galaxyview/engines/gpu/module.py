@@ -8,7 +8,7 @@ from galaxyview.engines.gpu import constants
 # concatenated in this order into one translation unit (the common header first)
 SOURCES = ("nbody_common.cuh", "nbody_keys.cu", "nbody_tree.cu", "nbody_active.cu",
            "nbody_walk.cu",
-           "nbody_direct.cu", "nbody_state.cu")
+           "nbody_direct.cu", "nbody_state.cu", "nbody_integrate.cu")
 
 
 def source_text(extra=()) -> str:

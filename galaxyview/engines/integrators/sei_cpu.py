@@ -54,8 +54,9 @@ def epicycle_drift(pos: np.ndarray, vel: np.ndarray, omega: float, h: float) -> 
     vel[:, 2] = zy
 
 
-class SEI(Integrator):
-    """drift h/2 (epicycles); a = F(x) (self-gravity with ghost boxes); v += a dt; drift h/2."""
+class SheetGravity(Integrator):
+    """What the SEI of both engines shares: the self-gravity (with ghost boxes) at the start,
+    after a parameter change and at mid-step, or no accelerations without it."""
 
     def start(self) -> None:
         self._gravity()
@@ -63,12 +64,22 @@ class SEI(Integrator):
     forces_changed = start
 
     def _gravity(self) -> None:
-        """Self-gravity (with ghost boxes) into acc, pot; zeros without it."""
-        s = self.system
-        if sheet_of(s).self_gravity:
-            s.forces()
+        if sheet_of(self.system).self_gravity:
+            self.system.forces()
         else:
-            s.acc, s.pot = np.zeros_like(s.pos), np.zeros(len(s.pos))
+            self._no_gravity()
+
+    def _no_gravity(self) -> None:
+        """Accelerations and potentials 0 (what energies() and the colours read)."""
+        raise NotImplementedError
+
+
+class SEI(SheetGravity):
+    """drift h/2 (epicycles); a = F(x) (self-gravity with ghost boxes); v += a dt; drift h/2."""
+
+    def _no_gravity(self) -> None:
+        s = self.system
+        s.acc, s.pot = np.zeros_like(s.pos), np.zeros(len(s.pos))
 
     def step(self, dt: float) -> float:
         s, omega = self.system, sheet_of(self.system).omega

@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import math
 
-from galaxyview.engines.integrators.sei_cpu import sheet_of
-from galaxyview.engines.modules import Integrator
+from galaxyview.engines.integrators.sei_cpu import SheetGravity, sheet_of
 
 
-class SEI(Integrator):
+class SEI(SheetGravity):
     kernels = "integrator_sei.cu"
 
-    def start(self) -> None:
-        self._gravity()
-
-    forces_changed = start
-
-    def _gravity(self) -> None:
-        s = self.system
-        if sheet_of(s).self_gravity:
-            s.forces()
-        else:
-            p = s.particles()
-            s.launch("sei_zero", p.acc4, p.n)
+    def _no_gravity(self) -> None:
+        p = self.system.particles()
+        self.system.launch("sei_zero", p.acc4, p.n)
 
     def _drift(self, omega: float, h: float) -> None:
         p = self.system.particles()
@@ -37,7 +27,7 @@ class SEI(Integrator):
         self._gravity()
         p = s.particles()  # the force evaluation sorted the particles into the other set
         if sheet_of(s).self_gravity:
-            s.launch("sei_kick", p.vel4, p.acc4, p.n, dt)
+            s.launch("kick", p.vel4, p.acc4, p.n, dt)
         self._drift(omega, 0.5 * dt)
         s.time = t0 + dt
         return dt
