@@ -77,3 +77,13 @@ def test_a_galaxy_after_a_ring_is_light_again(window, qtbot):
     assert not window.look.spheres
     assert window.panel.dt.hi == 0.5 and window.panel.dt.value() == pytest.approx(1 / 64)
     assert not window.panel.ring_form.parentWidget().isVisible()
+
+
+def test_ring_line_says_when_pairs_wait_for_the_next_step():
+    from galaxyview.app.hud import ring_line
+    from galaxyview.model.ring_stats import RingStats
+
+    stats = RingStats(0.5, 0.07, (4.2e-4, 2.3e-4, 2.7e-4), 2.3, 3.21)
+    assert "deferred" not in ring_line(stats, 85)
+    line = ring_line(stats, 85, 12)
+    assert "85 collisions/step · 12 deferred: shorten dt" in line and "3.21 orbits" in line

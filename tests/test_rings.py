@@ -140,7 +140,7 @@ def test_engine_gravity_includes_ghosts_tree_against_direct():
 def collide_two(x1, x2, v1, v2, m1, m2, eps):
     pos, vel = np.array([x1, x2], float), np.array([v1, v2], float)
     pairs = collide.touching(pos, np.array([1.0, 1.0]))
-    done = collide.resolve(pairs, pos, vel, np.array([m1, m2]), lambda vn: np.full_like(vn, eps),
+    done, _ = collide.resolve(pairs, pos, vel, np.array([m1, m2]), lambda vn: np.full_like(vn, eps),
                            np.arange(len(pairs)))
     return vel, done
 
@@ -219,12 +219,45 @@ def test_many_touching_pairs_each_resolved_once_as_in_sequence():
     assert many.max() >= 3  # particles hitting several others in one step
     priority = rng.permutation(len(pairs))
     v_rounds, v_seq = vel.copy(), vel.copy()
-    done = collide.resolve(pairs, pos, v_rounds, mass, lambda vn: np.full_like(vn, 0.5), priority)
+    done, deferred = collide.resolve(pairs, pos, v_rounds, mass,
+                                     lambda vn: np.full_like(vn, 0.5), priority)
     done_seq = sequential(pairs, pos, v_seq, mass, 0.5, np.argsort(priority))
-    assert done == done_seq and 0 < done <= len(pairs)
+    assert done == done_seq and 0 < done <= len(pairs) and deferred == 0
     np.testing.assert_allclose(v_rounds, v_seq, rtol=0, atol=1e-14)
     p0, p1 = mass @ vel, mass @ v_rounds
     assert np.abs(p1 - p0).max() <= 1e-12 * (mass @ np.abs(vel)).max()
+
+
+def test_rounds_run_out_in_a_deep_clump_the_rest_wait_for_the_next_step():
+    """Spheres sunk deep into each other (a time step too long): the rounds a step are bounded;
+    the pairs left are resolved in the next step, with momentum exact throughout."""
+    rng = np.random.default_rng(8)
+    n = 400
+    pos = rng.normal(0, 1.0, (n, 3))  # a clump: every sphere touches dozens
+    radius = np.full(n, 1.0)
+    mass = rng.uniform(1, 2, n)
+    vel = -0.1 * pos + rng.normal(0, 0.01, (n, 3))  # falling in
+    pairs = collide.touching(pos, radius)
+    assert np.bincount(np.r_[pairs.i, pairs.j]).max() > 50
+    priority = rng.permutation(len(pairs))
+    p0 = mass @ vel
+    v1 = vel.copy()
+    done, deferred = collide.resolve(pairs, pos, v1, mass, lambda vn: np.full_like(vn, 0.5),
+                                     priority, rounds_max=8)
+    assert done > 0 and deferred > 0
+    assert np.abs(mass @ v1 - p0).max() <= 1e-12 * (mass @ np.abs(vel)).max()
+    # uncapped, the same pairs take hundreds of rounds
+    v2 = vel.copy()
+    full, left = collide.resolve(pairs, pos, v2, mass, lambda vn: np.full_like(vn, 0.5),
+                                 priority, rounds_max=10**6)
+    assert left == 0 and full > done
+    _, left = collide.resolve(pairs, pos, vel.copy(), mass, lambda vn: np.full_like(vn, 0.5),
+                              priority)
+    assert left > 0  # beyond collide.ROUNDS_MAX
+    # the deferred pairs are found again next step and resolved then
+    done2, _ = collide.resolve(pairs, pos, v1, mass, lambda vn: np.full_like(vn, 0.5),
+                               priority, rounds_max=10**6)
+    assert done2 > 0 and np.abs(mass @ v1 - p0).max() <= 1e-12 * (mass @ np.abs(vel)).max()
 
 
 def test_pairs_across_the_shear_boundary_use_the_image_velocity():
@@ -247,7 +280,7 @@ def test_pairs_across_the_shear_boundary_use_the_image_velocity():
     rel = vel[1] + pairs.dvel[0] - vel[0]  # the shear between x = 9.3 and the image at 10.5
     np.testing.assert_allclose(rel, [-0.01, -1.5 * OMEGA * 1.2, 0], rtol=1e-9)
     before = vel.sum(axis=0)
-    done = collide.resolve(pairs, pos, vel, np.ones(2), sheet.restitution_of, np.arange(1))
+    done, _ = collide.resolve(pairs, pos, vel, np.ones(2), sheet.restitution_of, np.arange(1))
     assert done == 1
     np.testing.assert_allclose(vel.sum(axis=0), before, rtol=0, atol=1e-15)
 
@@ -370,3 +403,41 @@ def test_overlapping_spheres_at_the_start_are_separated_not_exploded():
     eng.step(50)  # and the ring runs on calmly
     stats = ring_stats(s.pos, s.vel, s.mass, s.radius, sheet, eng.time)
     assert max(stats.dispersion) < 20 * sheet.omega * 1.3
+
+
+def test_ring_statistics_from_a_sample_of_the_engine():
+    """The window measures the ring on every k-th particle (Engine.sample_state), not the whole
+    state: the sample's rows are the state's, and its statistics are the whole patch's."""
+    scene = load_scene("ring-equilibrium")
+    state = scene.build(20000)
+    sheet = state.meta["sheet"]
+    rng = np.random.default_rng(2)
+    state.vel = state.vel + rng.normal(0, 4e-4, state.vel.shape).astype(np.float32)
+    eng = CPUEngine(scene.params.with_(sheet=sheet, collision="none"), gravity="tree")
+    eng.load(state)
+    full = eng.state()
+    index, part = eng.sample_state(2000)
+    assert 1900 <= part.n <= 2100 and len(index) == part.n
+    np.testing.assert_array_equal(part.pos, full.pos[index])
+    np.testing.assert_array_equal(part.radius, full.radius[index])
+    whole = ring_stats(full.pos, full.vel, full.mass, full.radius, sheet, full.time)
+    some = ring_stats(part.pos, part.vel, part.mass, part.radius, sheet, part.time, full.n)
+    assert some.optical_depth == pytest.approx(whole.optical_depth, rel=0.03)
+    assert some.filling_factor == pytest.approx(whole.filling_factor, rel=0.05)
+    np.testing.assert_allclose(some.dispersion, whole.dispersion, rtol=0.05)
+    assert some.thickness == pytest.approx(whole.thickness, rel=0.05)
+
+
+def test_fixed_spheres_report_the_overlaps_of_others_across_the_edges():
+    sheet = Sheet(OMEGA, 40.0, 40.0)
+    rng = np.random.default_rng(11)
+    pos = np.c_[rng.uniform(-20, 20, (800, 2)), rng.normal(0, 1, 800)]
+    radius = rng.uniform(0.5, 1.5, 800)
+    ghost_pos = sheet.ghost_offsets(300.0, 1)[0]
+    fixed = collide.Fixed(pos[:600], radius[:600], ghost_pos)
+    got = fixed.hit(pos[600:], radius[600:])
+    images = np.concatenate([pos[:600]] + [pos[:600] + o for o in ghost_pos])
+    r_img = np.tile(radius[:600], 1 + len(ghost_pos))
+    d = np.linalg.norm(pos[600:, None, :] - images[None], axis=2)
+    want = (d < radius[600:, None] + r_img[None]).any(axis=1)
+    assert want.sum() > 20 and np.array_equal(got, want)

@@ -84,3 +84,18 @@ def test_equilibrium_ring_agrees_with_rebound():
     assert ours["collision_rate"] == pytest.approx(ref["collision_rate"], rel=0.15)
     # a real equilibrium: the dispersion is some Omega r, not the initial value or a runaway
     assert 1 < ours["sigma_x"] / (sheet.omega * 1.0) < 20
+
+
+def test_bench_times_galaxyview_and_rebound_on_the_same_patch(capsys):
+    """`galaxyview bench --scene ring-equilibrium` times both codes' steps on one patch."""
+    from galaxyview.cli.main import main
+
+    assert main(["bench", "--scene", "ring-equilibrium", "--backend", "cpu", "--n", "600",
+                 "--steps", "2", "--warmup", "1", "--rebound-steps", "2", "--json"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    row = out["rows"][0]
+    assert row["n"] == 600 and row["step_ms"] > 0 and row["rebound_ms"] > 0
+    assert row["speedup"] == pytest.approx(row["rebound_ms"] / row["step_ms"])
+    assert "REBOUND" in row["rebound_note"]

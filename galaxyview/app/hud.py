@@ -51,13 +51,15 @@ def blocks_line(ts) -> str:
     return line
 
 
-def ring_line(stats, collisions: int) -> str:
-    """'τ 0.50 · FF 0.07 · σ 0.42 0.23 0.27 mm/s · 85 collisions/step · 3.21 orbits'."""
+def ring_line(stats, collisions: int, deferred: int = 0) -> str:
+    """'τ 0.50 · FF 0.07 · σ 0.42 0.23 0.27 mm/s · 85 collisions/step · 3.21 orbits', and the
+    pairs deferred to the next step when there are any."""
     if stats is None:
         return ""
     sig = " ".join(f"{1e3 * s:.3g}" for s in stats.dispersion)
+    late = f" · {deferred:,} deferred: shorten dt" if deferred else ""
     return (f"τ {stats.optical_depth:.3g} · FF {stats.filling_factor:.3g} · σ {sig} mm/s · "
-            f"{collisions:,} collisions/step · {stats.orbits:.2f} orbits")
+            f"{collisions:,} collisions/step{late} · {stats.orbits:.2f} orbits")
 
 
 def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
@@ -74,7 +76,7 @@ def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
         notice=session.source.notice or "", accuracy=session.accuracy,
         modules=modules_line(engine.modules),
         blocks=blocks_line(f.time_steps) if f else "", playing=playing, recording=recording,
-        ring=ring_line(session.ring, f.collisions if f else 0))
+        ring=ring_line(session.ring, f.collisions if f else 0, f.deferred if f else 0))
 
 
 def hud_text(info: HudInfo) -> str:

@@ -24,6 +24,7 @@ from galaxyview.model.ring_stats import ring_stats
 from galaxyview.render.sources import engine_vertices
 
 ENERGY_INTERVAL_S = 0.25  # energies (a full potential evaluation) at most this often
+RING_SAMPLE = 65536  # particles the ring display measures (every k-th along the tree order)
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Frame:
     time_steps: object = None  # engines.base.TimeSteps of an integrator with block steps
     ring: object = None  # model.ring_stats.RingStats of a ring scene, measured with the energy
     collisions: int = 0  # pairs the collision module resolved in the last step
+    deferred: int = 0  # touching pairs it left for the next step (the time step is too long)
 
 
 class StepWorker(QThread):
@@ -145,8 +147,9 @@ class StepWorker(QThread):
         if kind != "steps" or now - self._last_energy_time >= ENERGY_INTERVAL_S:
             energy = float(engine.energies().total)
             if engine.params.sheet is not None:
-                s = engine.state()
-                ring = ring_stats(s.pos, s.vel, s.mass, s.radius, engine.params.sheet, s.time)
+                _, s = engine.sample_state(RING_SAMPLE)  # not the whole state, 4 times a second
+                ring = ring_stats(s.pos, s.vel, s.mass, s.radius, engine.params.sheet, s.time,
+                                  engine.n)
             self._last_energy_time = time.perf_counter()
         vertices, mode = None, self.colour_mode
         if self.host_path and kind not in ("params", "timeline"):
@@ -155,7 +158,8 @@ class StepWorker(QThread):
         return Frame(engine.steps_done, engine.time, step_ms, energy, vertices, engine.params,
                      kind, mode, self._check_accuracy(kind),
                      (tuple(cp.time for cp in t.entries), t.position, t.describe()),
-                     engine.time_steps(), ring, engine.stats.collisions)
+                     engine.time_steps(), ring, engine.stats.collisions,
+                     engine.stats.deferred)
 
     def _check_accuracy(self, kind):
         """The live force check: after theta or eps moved, else when its time has come."""

@@ -76,10 +76,8 @@ def time_rebound(scene, state, sheet, steps: int) -> tuple[float | None, str]:
     sim.integrator = "sei"
     sim.OMEGA = sheet.omega
     sim.G = p.G
-    sim.gravity = "tree" if sheet.self_gravity else "none"
     sim.opening_angle2 = p.theta ** 2
     sim.softening = p.eps
-    sim.collision = "tree"
     sim.collision_resolve = "hardsphere"
     sim.boundary = "shear"
     ratio = sheet.ly / sheet.lx
@@ -95,11 +93,16 @@ def time_rebound(scene, state, sheet, steps: int) -> tuple[float | None, str]:
     else:
         sim.coefficient_of_restitution = lambda _s, v: min(1.0, (abs(v) / v_c) ** -0.234) \
             if abs(v) > v_c else 1.0
-    pos, vel = state.pos.astype(float), state.vel.astype(float)
-    mass, radius = state.mass.astype(float), state.radius.astype(float)
-    for k in range(state.n):
-        sim.add(m=mass[k], r=radius[k], x=pos[k, 0], y=pos[k, 1], z=pos[k, 2],
-                vx=vel[k, 0], vy=vel[k, 1], vz=vel[k, 2])
+    # N placeholders, then the state in one copy (millions of particles), then the trees
+    blank = rebound.Particle(m=1.0)
+    for _ in range(state.n):
+        sim.add(blank)
+    sim.set_serialized_particle_data(
+        xyz=np.ascontiguousarray(state.pos, np.float64).ravel(),
+        vxvyvz=np.ascontiguousarray(state.vel, np.float64).ravel(),
+        m=state.mass.astype(np.float64), r=state.radius.astype(np.float64))
+    sim.gravity = "tree" if sheet.self_gravity else "none"
+    sim.collision = "tree"
     sim.steps(1)  # the first step builds the tree
     times = []
     for _ in range(steps):

@@ -186,6 +186,9 @@ def _report(result) -> None:
             sig = ", ".join(f"{1e3 * v:.3g}" for v in r["dispersion"])
             hits = (f", {r['collisions_per_step']} collisions in the last step"
                     if "collisions_per_step" in r else "")
+            if r.get("deferred_per_step"):
+                hits += (f" ({r['deferred_per_step']} touching pairs deferred to the next step: "
+                         "the time step is too long for the collisions; shorten dt)")
             print(f"  ring at the {when:5s}      {r['orbits']:.2f} orbits: optical depth "
                   f"{r['optical_depth']:.3g}, filling factor {r['filling_factor']:.3g}, "
                   f"sigma (x, y, z) {sig} mm/s, thickness {r['thickness']:.3g} m{hits}")

@@ -28,7 +28,9 @@ class StepStats:
     timings_ms: phase name (PHASES) -> milliseconds of the last step (CUDA events on the GPU,
     perf_counter on the CPU); pp / pc: particle-particle and particle-cell interactions of the
     last force evaluation in total (0 for direct summation's pc); collisions: pairs the
-    collision module resolved in the last step (its time is timings_ms["collide"]).
+    collision module resolved in the last step (its time is timings_ms["collide"]); deferred:
+    touching pairs it left for the next step (its rounds ran out: the time step is too long
+    for the collisions).
     """
 
     timings_ms: dict = field(default_factory=dict)
@@ -36,6 +38,7 @@ class StepStats:
     pc: int = 0
     n: int = 0
     collisions: int = 0
+    deferred: int = 0
 
     @property
     def pp_per_particle(self) -> float:
@@ -141,6 +144,15 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def state(self) -> ParticleState:
         """A host copy of the current state (synchronised positions and velocities)."""
+
+    def sample_state(self, count: int) -> tuple[np.ndarray, ParticleState]:
+        """(original indices, state) of about `count` particles spread over the system, for
+        statistics of large systems without copying them all (the window's ring display):
+        every k-th particle of the engine's order, which on a tree engine follows the
+        space-filling curve. Default: from a full state()."""
+        st = self.state()
+        index = np.arange(0, st.n, max(1, st.n // max(int(count), 1)))
+        return index, st.take(index)
 
     def exact_state(self) -> ExactState:
         """The state as exactly as the engine holds it, for archives and restarts: positions,

@@ -101,6 +101,7 @@ class Boundary(Module):
 
 class Collision(Module):
     resolved = 0  # pairs resolved by the last resolve()
+    deferred = 0  # pairs left for the next step by the last resolve() (rounds ran out)
     timings_ms: dict = {}  # GPU: milliseconds of the last resolve() by part (CUDA events)
 
     def start(self) -> None:

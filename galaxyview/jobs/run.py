@@ -125,6 +125,7 @@ def run(engine: Engine, name: str, steps: int, progress=None, time_unit_myr=None
             asdict(ring_stats(st.pos, st.vel, st.mass, st.radius, sheet, st.time))
             for st in (start, end))
         result.ring_end["collisions_per_step"] = engine.stats.collisions
+        result.ring_end["deferred_per_step"] = engine.stats.deferred
     elif is_cluster(start):
         result.cluster_start = cluster.structure(start.pos, start.mass).as_dict()
         result.cluster_end = cluster.structure(end.pos, end.mass).as_dict()

@@ -18,17 +18,22 @@ class RingStats:
     orbits: float  # time in orbits
 
 
-def ring_stats(pos, vel, mass, radius, sheet, time: float) -> RingStats:
+def ring_stats(pos, vel, mass, radius, sheet, time: float, n_total: int | None = None
+               ) -> RingStats:
+    """The patch's statistics from all its particles, or from a sample of them that stands
+    for `n_total` (the sums of the optical depth and filling factor scaled up)."""
     pos, vel = np.asarray(pos, np.float64), np.asarray(vel, np.float64)
     radius, mass = np.asarray(radius, np.float64), np.asarray(mass, np.float64)
     area = sheet.lx * sheet.ly
-    tau = math.pi * float(np.sum(radius ** 2)) / area
+    scale = n_total / len(mass) if n_total else 1.0
+    tau = scale * math.pi * float(np.sum(radius ** 2)) / area
     w = mass / mass.sum()
     zc = float(w @ pos[:, 2])
     h = math.sqrt(float(w @ (pos[:, 2] - zc) ** 2))
     # the layer: a uniform slab of the same rms thickness is sqrt(3) H thick each way
     layer = 2 * math.sqrt(3) * h * area
-    ff = 4 / 3 * math.pi * float(np.sum(radius ** 3)) / layer if layer > 0 else float("inf")
+    ff = scale * 4 / 3 * math.pi * float(np.sum(radius ** 3)) / layer if layer > 0 else \
+        float("inf")
     v = vel.copy()
     v[:, 1] += 1.5 * sheet.omega * pos[:, 0]
     v -= w @ v

@@ -109,6 +109,12 @@ class ParticleState:
             self.galaxy.copy(), self.time, dict(self.meta), self.radius.copy(),
         )
 
+    def take(self, index) -> "ParticleState":
+        """The particles at `index` (an index array or slice), time and meta kept."""
+        return ParticleState(self.pos[index], self.vel[index], self.mass[index],
+                             self.component[index], self.galaxy[index], self.time,
+                             dict(self.meta), self.radius[index])
+
     @staticmethod
     def concatenate(states: list["ParticleState"]) -> "ParticleState":
         """Join several states (e.g. galaxies) into one; time and meta from the first."""

@@ -42,4 +42,5 @@ class HardSpheres(Collision):
         sheet = s.params.sheet
         law = (lambda vn: np.ones_like(vn)) if sheet is None else sheet.restitution_of
         priority = collide.priority(self.pairs.i, self.pairs.j, collide.step_seed(s.time))
-        self.resolved = collide.resolve(self.pairs, s.pos, s.vel, s.mass, law, priority)
+        self.resolved, self.deferred = collide.resolve(self.pairs, s.pos, s.vel, s.mass, law,
+                                                       priority)

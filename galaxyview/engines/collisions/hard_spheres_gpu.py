@@ -4,17 +4,17 @@ a cell list across the shear-periodic box's images, resolved once each in priori
 
 Columns of the cell list are at least 2 r_max wide in x and y, so a particle's contacts lie in
 the 3 x 3 columns around it. The host reads back the pair count once a step (to grow the
-list) and the pending count every ROUNDS_PER_READ rounds."""
+list) and the pending count every ROUNDS_PER_READ rounds; after collide.ROUNDS_MAX rounds the
+pairs still pending are left for the next step, as on the CPU."""
 from __future__ import annotations
 
 import numpy as np
 
 from galaxyview.engines.modules import Collision
 from galaxyview.errors import EngineError
-from galaxyview.model.collide import separate, step_seed
+from galaxyview.model.collide import ROUNDS_MAX, separate, step_seed
 
 ROUNDS_PER_READ = 4
-ROUNDS_MAX = 4096  # a safety net: rounds never exceed the largest number of pairs a particle has
 LAWS = {"constant": 0, "bridges": 1}
 
 
@@ -32,6 +32,8 @@ class HardSpheres(Collision):
         self._host = self._ev = None  # made in the engine's context, at first use
         self.timings_ms = {"collide_search": 0.0, "collide_resolve": 0.0}
         self.pair_count = 0
+        self.rounds = 0  # rounds the last resolve took (a multiple of ROUNDS_PER_READ)
+        self.rounds_max = ROUNDS_MAX
 
     def _ready(self) -> None:
         if self._ev is None:
@@ -134,30 +136,29 @@ class HardSpheres(Collision):
         p = s.particles()
         *_, shear, sheet = self._geometry(p)
         seed = step_seed(s.time)
-        resolved = 0
+        resolved = rounds = deferred = 0
         if n_p:
             first, state = self._buf("first", 8 * p.n), self._buf("state", n_p)
             counters = self._buf("counters", 16)
             cuda.memset_d8(state, 1, n_p)
             cuda.memset_d32(counters, 0, 4)
             s.launch("col_fill", first, p.n)
-            for rounds in range(0, ROUNDS_MAX, ROUNDS_PER_READ):
-                for _ in range(ROUNDS_PER_READ):
+            while rounds < self.rounds_max:
+                for _ in range(min(ROUNDS_PER_READ, self.rounds_max - rounds)):
                     cuda.memset_d32(counters + 8, 0, 2)
                     s.launch("col_claim", pairs, n_p, state, p.ids, seed, first)
                     s.launch("col_apply", pairs, n_p, state, p.ids, seed, first, p.pos4,
                              p.vel4, shear, LAWS[sheet.restitution], sheet.eps_n, sheet.v_c,
                              counters)
                     s.launch("col_reset", pairs, n_p, state, first)
+                    rounds += 1
                 cuda.memcpy_dtoh(self._host, counters)
                 if int(self._host[1]) == 0:
                     break
-            else:
-                raise EngineError("collision rounds did not finish; report this as a bug")
-            resolved = int(self._host[0])
+            resolved, deferred = int(self._host[0]), int(self._host[1])
         ev[2].record()
         ev[2].synchronize()
-        self.resolved = resolved
+        self.resolved, self.rounds, self.deferred = resolved, rounds, deferred
         self.timings_ms = {"collide_search": ev[1].time_since(ev[0]),
                            "collide_resolve": ev[2].time_since(ev[1])}
 

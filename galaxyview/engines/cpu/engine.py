@@ -192,6 +192,7 @@ class CPUEngine(Engine):
         if self.params.collision != "none":
             self.stats.timings_ms["collide"] = 1e3 * collide
         self.stats.collisions = self.collision.resolved
+        self.stats.deferred = self.collision.deferred
 
     def _check(self, a: np.ndarray, what: str) -> None:
         """EngineError when a step made `a` non-finite (or beyond float32)."""

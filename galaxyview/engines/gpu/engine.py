@@ -306,6 +306,36 @@ class GPUEngine(Engine):
                              self._galaxy.copy(), self._time, dict(self._meta),
                              radius=self._radius.copy())
 
+    def sample_state(self, count: int) -> tuple[np.ndarray, ParticleState]:
+        """Every k-th particle of the sorted order (along the Morton curve): strided copies of
+        about `count` rows, not the whole state."""
+        k = max(1, self._n // max(int(count), 1))
+        m = -(-self._n // k)
+        with self.activate():
+            self._sync()
+            pos, vel = self.buf.set_ptrs(self._cur)
+            p4 = self._download_rows(pos, np.float32, 4, k, m)
+            v4 = self._download_rows(vel, np.float32, 4, k, m)
+            ids = self._download_rows(self.buf.ptr(f"id{self._cur}"), np.uint32, 1, k, m)[:, 0]
+        ids = ids.astype(np.int64)
+        return ids, ParticleState(p4[:, :3], v4[:, :3], p4[:, 3], self._component[ids],
+                                  self._galaxy[ids], self._time, dict(self._meta),
+                                  radius=self._radius[ids])
+
+    def _download_rows(self, ptr: int, dtype, width: int, stride: int, rows: int) -> np.ndarray:
+        """Rows 0, stride, 2 stride, ... (`rows` of them) of a (N, width) device array."""
+        out = np.empty((rows, width), dtype)
+        if rows:
+            size = out.itemsize * width
+            copy = self._cuda.Memcpy2D()
+            copy.set_src_device(ptr)
+            copy.src_pitch = size * stride
+            copy.set_dst_host(out)
+            copy.dst_pitch = copy.width_in_bytes = size
+            copy.height = rows
+            copy(aligned=True)
+        return out
+
     # -- work --------------------------------------------------------------------------------
     def _on_force_params_changed(self) -> None:
         if self._n:
@@ -346,6 +376,7 @@ class GPUEngine(Engine):
                 t.update(collide)
                 t["integrate"] = ev[6].time_since(ev[0]) - forces - sum(collide.values())
                 self.stats.collisions = self.collision.resolved
+                self.stats.deferred = self.collision.deferred
                 self._time += advanced
                 self.steps_done += 1
 

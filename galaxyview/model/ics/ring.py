@@ -105,13 +105,19 @@ def build(cfg: RingConfig, n: int, rng: np.random.Generator) -> ParticleState:
         return np.c_[rng.uniform(lo, hi, (k, 2)), rng.normal(0, h, k)]
 
     pos = place(n)
-    ghosts = sheet.ghost_offsets(0.0, 1)
-    for _ in range(PLACE_TRIES):
-        pairs = collide.touching(pos, radius, *ghosts)
-        if not len(pairs):
+    ghost_pos = sheet.ghost_offsets(0.0, 1)[0]
+    movers = np.unique(collide.touching(pos, radius, ghost_pos).j)  # one of each pair
+    still = np.ones(n, bool)
+    still[movers] = False
+    fixed = collide.Fixed(pos[still], radius[still], ghost_pos)
+    again = np.arange(len(movers))  # indices into movers
+    for _ in range(PLACE_TRIES):  # re-draw the movers that overlap; check the movers alone
+        if not len(again):
             break
-        again = np.unique(pairs.j)
-        pos[again] = place(len(again))
+        pos[movers[again]] = place(len(again))
+        bad = fixed.hit(pos[movers[again]], radius[movers[again]])
+        among = collide.touching(pos[movers], radius[movers], ghost_pos).j
+        again = np.union1d(again[bad], among)
     else:
         raise SceneError(f"ring: could not place {n} spheres without overlaps at this optical "
                          f"depth; lower it or raise [model] thickness")
