@@ -132,8 +132,8 @@ let_test(int level, const float4* __restrict__ mac, const int* __restrict__ nchi
 }
 
 extern "C" __global__ void __launch_bounds__(LET_T)
-let_expand(int level, const int* __restrict__ child, int* list, int* ctl, int cap, const int* __restrict__ opens,
-           const int* __restrict__ offs, int* __restrict__ kid0)
+let_expand(int level, const int* __restrict__ child, int* list, int* ctl, int cap,
+           const int* __restrict__ opens, const int* __restrict__ offs, int* __restrict__ kid0)
 {
     const int s = level & 1, start = ctl[2 * s], size = ctl[2 * s + 1];
     const int next = start + size, total = min(ctl[LC_TOTAL], cap - next);

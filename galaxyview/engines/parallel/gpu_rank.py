@@ -1,14 +1,16 @@
 """One rank's share on a GPU: the GPU engine on the particles of its domain, plus the LETs.
 
 Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree, groups,
-multipoles, local walk); once the multipoles are done the tree (cells, multipoles, sorted
-positions) is copied to pinned host memory on a side stream while the device walks the local
-tree, and a host thread exchanges the domain boxes, exports a LET for every other domain and
+multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
+domain boxes, from the key sort's bounding box, are exchanged and the LET export against
+every other domain is queued on the device (let_device.py); its compact output is copied to
+pinned host memory on a side stream while the device walks the local tree, and a host thread
 exchanges the LETs over MPI (through host memory: the MPI need not be CUDA-aware). The
 imported LETs, one forest under an always-opened root (let.device_forest), go to the device
 behind a copy of the local sorted positions; the engine's own walk kernel walks them with the
 local groups into a second buffer, which `let_add` adds to the local forces. When the tree
-outgrew its arrays (rebuilt), the LETs follow the walk instead of running beside it. The
+outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
+running beside it. The
 decomposition (every particle through the host) runs every REBALANCE_EVERY steps
 (GALAXYVIEW_REBALANCE_EVERY); in between particles stay on their GPU, and the LETs, built
 from the current domain boxes, stay exact.
@@ -135,7 +137,7 @@ class GPURank(RankMixin, GPUEngine):
         """(run_force, after the multipoles; first attempts only) The domain boxes, from the
         bounding-box kernel's partial results of the key sort (copied on the side stream
         while the tree is built), exchanged; then the LET export queued before the walk."""
-        if ev is None or self.comm is None or self.comm.size == 1 or self._boxes is not None:
+        if ev is None or self._alone() or self._boxes is not None:
             return
         side = self._side_stream
         part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
@@ -146,6 +148,10 @@ class GPURank(RankMixin, GPUEngine):
         box = np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)]
         self._boxes = self.comm.allgather(box, "the domain boxes").astype(np.float32)
         self._queue_export(self.comm.rank)
+
+    def _alone(self) -> bool:
+        """No other rank (one process, or not attached: the engine on its own)."""
+        return self.comm is None or self.comm.size == 1
 
     def _queue_export(self, skip: int) -> None:
         """The export against every box of self._boxes but boxes[skip], between two events."""
@@ -159,7 +165,7 @@ class GPURank(RankMixin, GPUEngine):
         stream while the device walks the local tree, and a host thread exchanges them.
         (Forces of all particles only: ParallelEngine runs shared steps.)"""
         super()._force(ev, active, refit)
-        if ev is None or self.comm.size == 1 or self._thread is not None or self._boxes is None:
+        if ev is None or self._alone() or self._thread is not None or self._boxes is None:
             return
         t0 = perf_counter()
         staged = self._fetch()
@@ -229,7 +235,7 @@ class GPURank(RankMixin, GPUEngine):
         if active is not None:
             raise EngineError("the parallel engine evaluates the forces of all particles; "
                               "an integrator with active subsets runs on one process")
-        if self.comm.size == 1:
+        if self._alone():
             return super()._evaluate()
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
         error = None

@@ -8,8 +8,8 @@ there (their sizes were exchanged first), are waited for with a blocking Wait un
 thread that aborts after the time-out: Open MPI progresses a non-blocking collective only
 inside MPI calls, so a large one broken into fragments advances one fragment per poll when
 polled with sleeps (500 MB: 6.5 s instead of 0.45 s without single-copy shared memory), and a
-blocking Wait runs without the GIL, so a busy main thread does not slow it. Objects travel pickled (their size first, then the bytes in blocks
-of BLOCK bytes); numpy arrays of one dtype and width travel as they are, counted in rows
+blocking Wait runs without the GIL. Objects travel pickled (their size first, then the bytes
+in blocks of BLOCK bytes); numpy arrays of one dtype and width travel as they are, counted in rows
 (Alltoallv): with MPI-3's 32-bit counts, messages beyond 2 GiB go through either way.
 """
 from __future__ import annotations
