@@ -84,7 +84,7 @@ def test_the_compiled_engine_over_two_processes(tmp_path, single):
     assert got["e1"].sum() == pytest.approx(single["e1"].total, rel=2e-5)
 
 
-@pytest.mark.parametrize("how", ["hang", "die"])
+@pytest.mark.parametrize("how", ["hang", "die", "stuck"])
 def test_a_stalled_or_dead_process_stops_the_job(how):
     start = time.monotonic()
     done = _mpirun(2, "stall.py", how, timeout=90)
@@ -93,6 +93,8 @@ def test_a_stalled_or_dead_process_stops_the_job(how):
     assert time.monotonic() - start < 60
     if how == "hang":
         assert "no answer to the test collective" in done.stderr
+    if how == "stuck":
+        assert "the test transfer did not complete within 3 s" in done.stderr
 
 
 def test_run_command_over_two_processes(tmp_path):

@@ -570,6 +570,10 @@ class GPUEngine(Engine):
         self._sorts += 1
         self._have_tree = self._tree_fresh = self.gravity == "tree"
 
+    def _before_walk(self, ev) -> None:
+        """Called by run_force between the multipoles and the walk (ev: None on a repeat
+        after grown arrays); what a subclass queues there runs before the walk."""
+
     def _ghosts(self) -> np.ndarray:
         """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
         ghosts = self.boundary.ghosts()

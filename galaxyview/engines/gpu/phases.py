@@ -72,6 +72,7 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
                  p("count"), p("child"), p("nchild"), keys, npos, p("frame"), mom,
                  p("cell_mac"), p("cell_q0"), p("cell_q1"), p("cell_link"), p("status"),
                  int(refit), box, ml2)
+    eng._before_walk(ev)
     if ev:
         ev[4].record()
     # -- walk

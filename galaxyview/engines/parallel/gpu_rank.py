@@ -1,14 +1,16 @@
 """One rank's share on a GPU: the GPU engine on the particles of its domain, plus the LETs.
 
 Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree, groups,
-multipoles, local walk); once the multipoles are done the tree (cells, multipoles, sorted
-positions) is copied to pinned host memory on a side stream while the device walks the local
-tree, and a host thread exchanges the domain boxes, exports a LET for every other domain and
+multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
+domain boxes, from the key sort's bounding box, are exchanged and the LET export against
+every other domain is queued on the device (let_device.py); its compact output is copied to
+pinned host memory on a side stream while the device walks the local tree, and a host thread
 exchanges the LETs over MPI (through host memory: the MPI need not be CUDA-aware). The
 imported LETs, one forest under an always-opened root (let.device_forest), go to the device
 behind a copy of the local sorted positions; the engine's own walk kernel walks them with the
 local groups into a second buffer, which `let_add` adds to the local forces. When the tree
-outgrew its arrays (rebuilt), the LETs follow the walk instead of running beside it. The
+outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
+running beside it. The
 decomposition (every particle through the host) runs every REBALANCE_EVERY steps
 (GALAXYVIEW_REBALANCE_EVERY); in between particles stay on their GPU, and the LETs, built
 from the current domain boxes, stay exact.
@@ -21,12 +23,12 @@ from time import perf_counter
 
 import numpy as np
 
+from galaxyview.cuda.compile import read_kernel
 from galaxyview.engines.cpu.cells import Tree
-from galaxyview.engines.gpu import inspect
-from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, ST_CELLS,
-                                              ST_FLAGS, ST_PC, ST_PP, ST_WALK_NEXT)
+from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, ST_FLAGS,
+                                              ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
-from galaxyview.engines.parallel import let
+from galaxyview.engines.parallel import let, let_device
 from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
                                               VEL, RankMixin, pack)
 from galaxyview.errors import EngineError
@@ -66,17 +68,20 @@ def host_tree(cells: dict, n_leaf: int) -> Tree:
 
 
 class GPURank(RankMixin, GPUEngine):
-    extra_kernels = (("parallel LET", LET_ADD),)
+    extra_kernels = (("parallel LET", LET_ADD),
+                     ("parallel_let.cu", read_kernel("parallel_let.cu")))
     row_dtype = np.float32  # the device holds float32: half the bytes through the host
 
     def __init__(self, params=None, gravity=None, device: int = 0):
         super().__init__(params, gravity, device)
         self.every = rebalance_every()
         self._since = 0
-        self._thread, self._lets, self._staged_ms = None, None, 0.0
-        self._staging: dict = {}  # pinned host buffers of the staged tree
+        self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
+        self._staging: dict = {}  # pinned host buffers
         with self.activate():
             self._side_stream = self._cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
+            self._let_ev = (self._cuda.Event(), self._cuda.Event())  # around the export
+            self._export = let_device.DeviceExport(self)
 
     # -- the domain ------------------------------------------------------------------------
     def _load_rows(self, rows: np.ndarray, local) -> None:
@@ -128,62 +133,63 @@ class GPURank(RankMixin, GPUEngine):
         self._since = 0
 
     # -- forces ------------------------------------------------------------------------------
+    def _before_walk(self, ev) -> None:
+        """(run_force, after the multipoles; first attempts only) The domain boxes, from the
+        bounding-box kernel's partial results of the key sort (copied on the side stream
+        while the tree is built), exchanged; then the LET export queued before the walk."""
+        if ev is None or self._alone() or self._boxes is not None:
+            return
+        side = self._side_stream
+        part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
+        side.wait_for_event(ev[2])
+        self._cuda.memcpy_dtoh_async(part, self.buf.ptr("bbox"), side)
+        side.synchronize()
+        part = part.reshape(-1, 6)
+        box = np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)]
+        self._boxes = self.comm.allgather(box, "the domain boxes").astype(np.float32)
+        self._queue_export(self.comm.rank)
+
+    def _alone(self) -> bool:
+        """No other rank (one process, or not attached: the engine on its own)."""
+        return self.comm is None or self.comm.size == 1
+
+    def _queue_export(self, skip: int) -> None:
+        """The export against every box of self._boxes but boxes[skip], between two events."""
+        self._let_ev[0].record()
+        self._export.queue(self._boxes, skip)
+        self._let_ev[1].record()
+
     def _force(self, ev, active=None, refit=False) -> None:
-        """The local phases (queued, not waited for); then, on a first attempt, the tree is
-        staged to the host on a side stream once the multipoles are done, and the LET exchange
-        starts on a host thread while the device walks the local tree. (Forces of all
-        particles only: ParallelEngine runs shared steps.)"""
+        """The local phases with the LET export before the walk (queued, not waited for);
+        then, on a first attempt, the compact LETs are copied to pinned host memory on a side
+        stream while the device walks the local tree, and a host thread exchanges them.
+        (Forces of all particles only: ParallelEngine runs shared steps.)"""
         super()._force(ev, active, refit)
-        if ev is None or self.comm.size == 1 or self._thread is not None:
+        if ev is None or self._alone() or self._thread is not None or self._boxes is None:
             return
-        self._wait(ev[4])  # the multipoles: the tree is complete, the walk runs on
         t0 = perf_counter()
-        staged = self._stage_tree()
-        if staged is None:  # the tree outgrew its arrays: built again, LETs after the walk
+        staged = self._fetch()
+        if staged is None:  # the tree or the output outgrew its arrays: LETs after the walk
             return
-        self._staged_ms = 1e3 * (perf_counter() - t0)
+        self._fetch_ms = 1e3 * (perf_counter() - t0)
         self._thread = threading.Thread(target=self._exchange_in_thread, args=(staged,),
                                         name="galaxyview-let", daemon=True)
         self._thread.start()
 
-    def _stage_tree(self):
-        """The device tree's cells, multipoles and sorted positions in pinned host memory,
-        copied on a stream of their own (beside the walk): (Tree, r_open^2), or None when
-        the build overflowed."""
-        cuda, b, n = self._cuda, self.buf, self._n
-        side = self._side_stream
+    def _fetch(self):
+        """After the queued export (waited for on the side stream, beside the walk): (cells,
+        particles, rows per rank) in pinned host memory, or None when the tree build or the
+        export's output overflowed (both grown)."""
+        side, b = self._side_stream, self.buf
+        side.wait_for_event(self._let_ev[1])
         status = self._pinned("status", 8, np.uint64)
-        cuda.memcpy_dtoh_async(status, b.ptr("status"), side)
-        side.synchronize()
-        if int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS):
+        self._cuda.memcpy_dtoh_async(status, b.ptr("status"), side)
+        counts = self._export.counts(side)
+        if counts is None or int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS):
             return None
-        n_cells = int(status[ST_CELLS])
-        get = {}
-        for name, dtype, width in (("cell_mac", np.float32, 4), ("cell_q0", np.float32, 4),
-                                   ("cell_q1", np.float32, 4), ("child", np.int32, 1),
-                                   ("nchild", np.int32, 1), ("begin", np.int32, 1),
-                                   ("count", np.int32, 1)):
-            get[name] = self._pinned(name, n_cells * width, dtype)
-            cuda.memcpy_dtoh_async(get[name], b.ptr(name), side)
-        pos, _ = b.set_ptrs(self._cur)  # the sorted set the walk reads
-        p4 = self._pinned("pos", 4 * n, np.float32)
-        cuda.memcpy_dtoh_async(p4, pos, side)
+        cells, parts = self._export.copy(side, counts.sum(axis=0))
         side.synchronize()
-        mac, q0, q1 = (get[k].reshape(-1, 4) for k in ("cell_mac", "cell_q0", "cell_q1"))
-        p4 = p4.reshape(-1, 4)
-        cells = dict(  # in inspect.download_tree's terms
-            pos=p4[:, :3], mass=p4[:, 3], body_begin=get["begin"].astype(np.int64),
-            body_count=get["count"].astype(np.int64), child_begin=get["child"].astype(np.int64),
-            child_count=get["nchild"].astype(np.int64), com=mac[:, :3], r_open2=mac[:, 3],
-            cell_mass=q1[:, 3], quad=np.concatenate([q0, q1[:, :2]], 1) / np.float32(3))
-        return host_tree(cells, self.params.n_leaf), cells["r_open2"]
-
-    def _pinned(self, name: str, count: int, dtype) -> np.ndarray:
-        """A page-locked host array of at least `count` elements (kept, grown as needed)."""
-        buf = self._staging.get(name)
-        if buf is None or buf.size < count or buf.dtype != dtype:
-            buf = self._staging[name] = self._cuda.pagelocked_empty(max(count, 1), dtype)
-        return buf[:count]
+        return cells, parts, self._export.per_rank(counts, len(self._boxes))
 
     def _exchange_in_thread(self, staged) -> None:
         try:
@@ -192,48 +198,70 @@ class GPURank(RankMixin, GPUEngine):
             self._lets = exc
 
     def _exchange(self, staged):
-        """Collective: the domain boxes, a LET for every other domain, the LET exchange; the
-        imported (cells, particles) of the other ranks and the ms of building the LETs.
-        staged: (Tree, r_open^2), or None (the local evaluation failed: nothing sent)."""
+        """Collective: the LET exchange; the imported (cells, particles) of the other ranks.
+        staged: (cells, particles, rows per rank), or None (the local evaluation failed:
+        nothing sent)."""
         comm = self.comm
-        tree, r_open2 = staged if staged is not None else (None, None)
-        t0 = perf_counter()
-        box = let.domain_box(tree.pos if tree is not None else np.zeros((0, 3), np.float32))
-        boxes = comm.allgather(box, "the domain boxes").astype(np.float32)
-        empty = (np.zeros((0, let.CELL_WIDTH)), np.zeros((0, let.PARTICLE_WIDTH)))
-        out = [let.export(tree, r_open2, boxes[r], self.pp_leaf)
-               if r != comm.rank and tree is not None else empty for r in range(comm.size)]
-        build_ms = 1e3 * (perf_counter() - t0)
-        got_cells = comm.alltoallv([o[0] for o in out], "the LET exchange")
-        got_parts = comm.alltoallv([o[1] for o in out], "the LET exchange")
-        lets = [(c, p) for r, (c, p) in enumerate(zip(got_cells, got_parts))
+        if staged is None:
+            staged = (*let.empty(), np.zeros((comm.size, 2), np.int64))
+        cells, parts, per_rank = staged
+        got_cells = comm.alltoallv_rows(cells, per_rank[:, 0], "the LET exchange")
+        got_parts = comm.alltoallv_rows(parts, per_rank[:, 1], "the LET exchange")
+        return [(c, p) for r, (c, p) in enumerate(zip(got_cells, got_parts))
                 if r != comm.rank and len(c)]
-        return lets, build_ms
+
+    def _export_after_walk(self, error):
+        """The export of a rebuilt tree (output grown as needed), not beside the walk; None
+        after a failed local evaluation."""
+        if error is not None:
+            return None
+        if self._boxes is None:  # no first attempt reached the walk
+            self._boxes = self.comm.allgather(let.domain_box(np.zeros((0, 3))),
+                                              "the domain boxes").astype(np.float32)
+        t0 = perf_counter()
+        with self.activate():
+            for _ in range(3):
+                self._queue_export(self.comm.rank)
+                staged = self._fetch()
+                if staged is not None:
+                    break
+            else:
+                raise EngineError("the LET export found no room on the device; "
+                                  "use fewer particles per GPU")
+        self._fetch_ms = 1e3 * (perf_counter() - t0)
+        return staged
 
     def _evaluate(self, active=None) -> None:
         if active is not None:
             raise EngineError("the parallel engine evaluates the forces of all particles; "
                               "an integrator with active subsets runs on one process")
-        if self.comm.size == 1:
+        if self._alone():
             return super()._evaluate()
-        self._thread, self._lets, self._staged_ms = None, None, 0.0
+        self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
         error = None
         try:
-            super()._evaluate()  # _force starts the LET exchange beside the walk
+            super()._evaluate()  # the export before the walk, the exchange beside it
         except EngineError as exc:
             error = exc
+        export_ms = 0.0
         t0 = perf_counter()
         if self._thread is not None:
+            export_ms = self._let_ev[1].time_since(self._let_ev[0])
             self._thread.join()
             self._thread = None
-            result = self._lets
-            if isinstance(result, BaseException):
-                raise result
-        else:  # staged after the walk: a rebuilt tree, or a failed evaluation
-            result = self._exchange(None if error is not None else self._download_tree())
+            lets = self._lets
+            if isinstance(lets, BaseException):
+                raise lets
+        else:  # a rebuilt tree, or a failed evaluation
+            staged = None
+            try:
+                staged = self._export_after_walk(error)
+            except EngineError as exc:
+                error = error or exc
+            lets = self._exchange(staged)
+            export_ms = self._let_ev[1].time_since(self._let_ev[0]) if staged else 0.0
         t1 = perf_counter()
         self.agree(error, "the local force evaluation")
-        lets, build_ms = result
         walk_error = None
         try:
             if lets:
@@ -241,18 +269,13 @@ class GPURank(RankMixin, GPUEngine):
         except EngineError as exc:
             walk_error = exc
         self.agree(walk_error, "the LET walk")
-        self.parallel_ms.update(local_walk=self.stats.timings_ms.get("walk", 0.0),
-                                let_build=self._staged_ms + build_ms,
+        t = self.stats.timings_ms  # the export ran between the multipoles and the walk
+        t["multipoles"] = max(0.0, t.get("multipoles", 0.0) - export_ms)
+        self.parallel_ms.update(local_walk=t.get("walk", 0.0),
+                                let_build=export_ms + self._fetch_ms,
                                 let_comm=1e3 * (t1 - t0),
                                 let_walk=1e3 * (perf_counter() - t1))
         self.cost = (self.stats.pp + self.stats.pc) / max(self._n, 1)
-
-    def _download_tree(self):
-        """(Tree, r_open^2) of the device tree, copied after the walk."""
-        t0 = perf_counter()
-        cells = inspect.download_tree(self)
-        self._staged_ms = 1e3 * (perf_counter() - t0)
-        return host_tree(cells, self.params.n_leaf), cells["r_open2"]
 
     def _walk_forest(self, lets: list) -> None:
         """The imported LETs walked by the local groups on the device; their accelerations

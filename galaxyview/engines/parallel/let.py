@@ -5,7 +5,10 @@ MAC (engines/cpu/walk.py: distance from the box to the cell's centre of mass abo
 l/theta + delta). A cell accepted against the whole box is accepted by every group inside it,
 so it is sent as a multipole without children; an opened leaf is sent with its particles; an
 opened internal cell with its children. The cells keep the tree's breadth-first order (the
-children of a sent cell stay contiguous), as one table of float64 rows.
+children of a sent cell stay contiguous), as one table of float32 rows (68 bytes a cell, the
+link columns int32 bits: `links`), the particles as float32 x y z m (16 bytes): what the trees
+hold, so nothing is rounded but the CPU trees' float64 size and delta (the MARGIN covers it).
+kernels/parallel_let.cu builds the same rows on the device (let_device.py).
 
 Import: a LET becomes an extra tree of the local walk (`extra_tree`): the LET's particles
 (sources only) followed by the local particles (targets, in the local groups), and the LET's
@@ -24,6 +27,16 @@ _COM, _MASS, _QUAD, _SIZE, _DELTA, _KID0, _KIDS, _BODY0, _BODIES, _ROPEN2 = \
     0, 3, 4, 10, 11, 12, 13, 14, 15, 16
 CELL_WIDTH = 17
 PARTICLE_WIDTH = 4  # x y z m
+LINKS = slice(_KID0, _BODIES + 1)  # first child, children, first particle, particles (int32)
+
+
+def links(cells: np.ndarray) -> np.ndarray:
+    """(C, 4) int64 first child, children, first particle, particles of LET cell rows."""
+    return cells[:, LINKS].view(np.int32).astype(np.int64)
+
+
+def empty() -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((0, CELL_WIDTH), np.float32), np.zeros((0, PARTICLE_WIDTH), np.float32)
 
 
 def domain_box(pos32: np.ndarray) -> np.ndarray:
@@ -41,12 +54,13 @@ def opening_radii2(tree: Tree, theta: float) -> np.ndarray:
 
 
 def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
-    """(cells (C, CELL_WIDTH), particles (P, 4)) float64: the LET of `tree` (its cells'
+    """(cells (C, CELL_WIDTH), particles (P, 4)) float32: the LET of `tree` (its cells'
     squared opening radii `r_open2`) for a domain of bounding box `box` (6,): lo, hi. An
     empty domain needs nothing. pp_leaf: leaves of at most this many particles go with their
-    particles even when accepted (the GPU walk takes their pairs rather than the multipole)."""
+    particles even when accepted (the GPU walk takes their pairs rather than the multipole).
+    The test is float32 without fused multiply-adds, term by term as the device's."""
     if not np.all(box[:3] <= box[3:]):
-        return np.zeros((0, CELL_WIDTH)), np.zeros((0, PARTICLE_WIDTH))
+        return empty()
     com = tree.com
     ropen2 = r_open2.astype(np.float32) * np.float32(MARGIN)
     lo, hi = box[:3].astype(np.float32), box[3:].astype(np.float32)
@@ -55,7 +69,7 @@ def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
     while len(frontier):
         c = com[frontier]
         dv = np.maximum(np.maximum(lo - c, c - hi), np.float32(0))
-        acc = np.einsum("ij,ij->i", dv, dv) > ropen2[frontier]
+        acc = dv[:, 0] * dv[:, 0] + dv[:, 1] * dv[:, 1] + dv[:, 2] * dv[:, 2] > ropen2[frontier]
         sent.append(frontier)
         accepted.append(acc)
         opened = frontier[~acc & (tree.child_count[frontier] > 0)]
@@ -66,7 +80,7 @@ def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
     leaf = (~acc | (tree.body_count[cells] <= pp_leaf)) & (tree.child_count[cells] == 0)
     bodies = np.where(leaf, tree.body_count[cells], 0)
     body0 = np.cumsum(bodies) - bodies
-    rows = np.empty((len(cells), CELL_WIDTH))
+    rows = np.empty((len(cells), CELL_WIDTH), np.float32)
     rows[:, _COM:_COM + 3] = tree.com[cells]
     rows[:, _MASS] = tree.cell_mass[cells]
     rows[:, _QUAD:_QUAD + 6] = tree.quad[cells]
@@ -75,13 +89,12 @@ def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
         rows[:, _DELTA] = tree.delta[cells]
     else:  # a GPU tree brings its r_open^2 only
         rows[:, _SIZE:_DELTA + 1] = 0
-    rows[:, _KID0] = np.where(kids > 0, np.searchsorted(cells, tree.child_begin[cells]), 0)
-    rows[:, _KIDS] = kids
-    rows[:, _BODY0] = body0
-    rows[:, _BODIES] = bodies
+    rows[:, LINKS].view(np.int32)[:] = np.c_[
+        np.where(kids > 0, np.searchsorted(cells, tree.child_begin[cells]), 0), kids, body0,
+        bodies]
     rows[:, _ROPEN2] = r_open2[cells]
     at = ranges(tree.body_begin[cells[leaf]], bodies[leaf])
-    particles = np.c_[tree.pos[at], tree.mass[at]].astype(np.float64)
+    particles = np.c_[tree.pos[at], tree.mass[at]].astype(np.float32)
     return rows, particles
 
 
@@ -94,19 +107,19 @@ def extra_tree(local: Tree, cells: np.ndarray, particles: np.ndarray) -> Tree:
     pos = np.concatenate([particles[:, :3].astype(np.float32), local.pos])
     mass = np.concatenate([particles[:, 3].astype(np.float32), local.mass])
     n_cells = len(cells)
-    kids = cells[:, _KIDS].astype(np.int64)
+    kid0, kids, body0, bodies = links(cells).T
     return Tree(
         keys=np.zeros(len(pos), np.uint64), order=np.arange(len(pos)), pos=pos, mass=mass,
         lo=local.lo, L=local.L, scale=local.scale, n_leaf=local.n_leaf,
         level=np.zeros(n_cells, np.int64),
-        body_begin=cells[:, _BODY0].astype(np.int64),
-        body_count=cells[:, _BODIES].astype(np.int64),
-        child_begin=cells[:, _KID0].astype(np.int64), child_count=kids,
+        body_begin=body0, body_count=bodies, child_begin=kid0, child_count=kids,
         parent=np.full(n_cells, -1, np.int64), level_begin=np.array([0, n_cells], np.int64),
-        center=cells[:, _COM:_COM + 3].copy(), size=cells[:, _SIZE].copy(),
+        center=cells[:, _COM:_COM + 3].astype(np.float64),
+        size=cells[:, _SIZE].astype(np.float64),
         cell_mass=cells[:, _MASS].astype(np.float32),
         com=cells[:, _COM:_COM + 3].astype(np.float32),
-        quad=cells[:, _QUAD:_QUAD + 6].astype(np.float32), delta=cells[:, _DELTA].copy(),
+        quad=cells[:, _QUAD:_QUAD + 6].astype(np.float32),
+        delta=cells[:, _DELTA].astype(np.float64),
         group_begin=local.group_begin + n, group_count=local.group_count, n_crit=local.n_crit)
 
 
@@ -136,10 +149,9 @@ def device_forest(lets: list, n_local: int):
         q1[at, :2] = q[:, 4:6]
         q1[at, 2] = 0.5 * cells[:, _QUAD:_QUAD + 3].sum(axis=1)
         q1[at, 3] = cells[:, _MASS]
-        kids, bodies = cells[:, _KIDS].astype(np.int64), cells[:, _BODIES].astype(np.int64)
-        first_kid = base + cells[:, _KID0].astype(np.int64) - 1  # children are never a root
-        link[at, 0] = np.where(kids > 0, first_kid,
-                               np.where(bodies > 0, body0 + cells[:, _BODY0], 0))
+        kid0, kids, first_body, bodies = links(cells).T
+        first_kid = base + kid0 - 1  # children are never a root
+        link[at, 0] = np.where(kids > 0, first_kid, np.where(bodies > 0, body0 + first_body, 0))
         link[at, 1] = np.where(kids > 0, kids, -bodies)
         base, body0 = base + size - 1, body0 + len(particles)
     return mac, q0, q1, link, pos4

@@ -3,8 +3,13 @@
 Every collective is started non-blocking and polled (with a short sleep, so an idle rank
 yields its core); when it does not complete within `timeout` seconds, the message says which
 collective waited and the whole job is aborted (MPI_Abort): a rank that died or hangs never
-leaves the others waiting. Objects travel pickled (their size first, then the bytes in blocks
-of BLOCK bytes); numpy arrays of one dtype and width travel as they are, counted in rows
+leaves the others waiting. Payloads of IN_FLIGHT_BYTES or more, whose peers are known to be
+there (their sizes were exchanged first), are waited for with a blocking Wait under a watchdog
+thread that aborts after the time-out: Open MPI progresses a non-blocking collective only
+inside MPI calls, so a large one broken into fragments advances one fragment per poll when
+polled with sleeps (500 MB: 6.5 s instead of 0.45 s without single-copy shared memory), and a
+blocking Wait runs without the GIL. Objects travel pickled (their size first, then the bytes
+in blocks of BLOCK bytes); numpy arrays of one dtype and width travel as they are, counted in rows
 (Alltoallv): with MPI-3's 32-bit counts, messages beyond 2 GiB go through either way.
 """
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+import threading
 import time
 
 import numpy as np
@@ -20,6 +26,7 @@ from galaxyview.errors import EngineError
 
 TIMEOUT_S = 600.0  # default patience of one collective (GALAXYVIEW_MPI_TIMEOUT overrides)
 BLOCK = 1 << 12  # bytes of the unit pickled objects travel in
+IN_FLIGHT_BYTES = 1 << 20  # payloads from this size on: a blocking Wait under a watchdog
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 
 
@@ -80,12 +87,20 @@ class Comm:
         self.timeout = default_timeout() if timeout is None else float(timeout)
         self._block = MPI.BYTE.Create_contiguous(BLOCK).Commit()
         self._types: dict = {}  # row types of alltoallv by (dtype, width)
+        # a watchdog may abort while another thread waits inside MPI
+        self._watchdog_ok = MPI.Query_thread() == MPI.THREAD_MULTIPLE
 
     # -- waiting ---------------------------------------------------------------------------
-    def wait(self, request, what: str, timeout: float | None = None) -> None:
-        """Poll `request` until done; abort the job after `timeout` (None: self.timeout;
-        inf: wait for ever, idle ranks only)."""
+    def wait(self, request, what: str, timeout: float | None = None,
+             nbytes: int = 0) -> None:
+        """Wait for `request`; abort the job after `timeout` (None: self.timeout; inf: wait
+        for ever, idle ranks only). nbytes: the payload's size, once every peer is known to
+        have started it (from IN_FLIGHT_BYTES on: a blocking Wait under a watchdog)."""
         limit = self.timeout if timeout is None else timeout
+        if nbytes >= IN_FLIGHT_BYTES and limit == float("inf"):
+            return request.Wait()
+        if nbytes >= IN_FLIGHT_BYTES and self._watchdog_ok:
+            return self._wait_watched(request, what, limit)
         start, pause = time.monotonic(), 1e-5
         while not request.Test():
             waited = time.monotonic() - start
@@ -94,6 +109,19 @@ class Comm:
                            f"within {limit:g} s: one of them died or hangs")
             time.sleep(pause)
             pause = min(2 * pause, 2e-3)
+
+    def _wait_watched(self, request, what: str, limit: float) -> None:
+        """A blocking Wait (MPI progresses the transfer at memory speed, without the GIL)
+        with a watchdog thread that aborts the job when it is not done within `limit` s."""
+        watchdog = threading.Timer(limit, self.abort, (
+            f"process {self.rank}: {what} did not complete within {limit:g} s: one of the "
+            "other processes died or hangs",))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            request.Wait()
+        finally:
+            watchdog.cancel()
 
     def abort(self, message: str, code: int = 3) -> None:
         print(f"galaxyview: error: {message}; stopping every process", file=sys.stderr,
@@ -129,17 +157,26 @@ class Comm:
     def alltoallv(self, parts: list, what: str = "alltoallv") -> list:
         """parts[r]: rows (n_r, w) for rank r, all of one dtype and width; returns the rows
         each rank sent here, in rank order."""
-        width, dtype = parts[0].shape[1], parts[0].dtype
         counts = np.array([len(p) for p in parts], np.int64)
+        return self.alltoallv_rows(np.concatenate(parts).astype(parts[0].dtype, copy=False),
+                                   counts, what)
+
+    def alltoallv_rows(self, send: np.ndarray, counts: np.ndarray,
+                       what: str = "alltoallv") -> list:
+        """alltoallv of rows already in rank order: send (n, w), counts[r] rows of it for
+        rank r (a pinned staging buffer goes as it is, without a copy)."""
+        width, dtype = send.shape[1], send.dtype
+        counts = np.ascontiguousarray(counts, np.int64)
         got = np.empty(self.size, np.int64)
         self.wait(self.comm.Ialltoall(counts, got), what + " (counts)")
-        send = np.ascontiguousarray(np.concatenate(parts).astype(dtype, copy=False))
+        send = np.ascontiguousarray(send)
         recv = np.empty((int(got.sum()), width), dtype)
         row = self._rows(dtype, width)
         sdisp = np.r_[0, np.cumsum(counts)[:-1]]
         rdisp = np.r_[0, np.cumsum(got)[:-1]]
         self.wait(self.comm.Ialltoallv([send, (counts, sdisp), row],
-                                       [recv, (got, rdisp), row]), what)
+                                       [recv, (got, rdisp), row]), what,
+                  nbytes=max(send.nbytes, recv.nbytes))
         return np.split(recv, np.cumsum(got)[:-1])
 
     # -- objects (pickled; sent in blocks of BLOCK bytes, so 32-bit counts reach 8 TiB) -------
@@ -158,7 +195,7 @@ class Comm:
         buf = self._padded(data) if self.rank == root else \
             np.empty(-(-n // BLOCK) * BLOCK, np.uint8)
         self.wait(self.comm.Ibcast([buf, len(buf) // BLOCK, self._block], root=root), what,
-                  timeout)
+                  timeout, nbytes=n)
         return obj if self.rank == root else pickle.loads(memoryview(buf)[:n])
 
     def gather(self, obj, root: int = 0, what: str = "gather") -> list | None:
@@ -169,13 +206,13 @@ class Comm:
         mine = self._padded(data)
         send = [mine, len(mine) // BLOCK, self._block]
         if self.rank != root:
-            self.wait(self.comm.Igatherv(send, None, root=root), what)
+            self.wait(self.comm.Igatherv(send, None, root=root), what, nbytes=len(data))
             return None
         blocks = -(-sizes // BLOCK)
         disp = np.r_[0, np.cumsum(blocks)[:-1]]
         buf = np.empty(int(blocks.sum()) * BLOCK, np.uint8)
         self.wait(self.comm.Igatherv(send, [buf, (blocks, disp), self._block], root=root),
-                  what)
+                  what, nbytes=len(buf))
         view = memoryview(buf)
         return [pickle.loads(view[d * BLOCK:d * BLOCK + s]) for d, s in zip(disp, sizes)]
 
@@ -199,7 +236,7 @@ class Comm:
             blocks = -(-sizes // BLOCK)
             disp = np.r_[0, np.cumsum(blocks)[:-1]]
             self.wait(self.comm.Iscatterv([send, (blocks, disp), self._block], recv,
-                                          root=root), what)
+                                          root=root), what, nbytes=len(send))
         else:
-            self.wait(self.comm.Iscatterv(None, recv, root=root), what)
+            self.wait(self.comm.Iscatterv(None, recv, root=root), what, nbytes=n)
         return pickle.loads(memoryview(buf)[:n])

@@ -145,8 +145,7 @@ class CPURank(RankMixin):
         t0 = perf_counter()
         boxes = comm.allgather(let.domain_box(tree.pos), "the domain boxes").astype(np.float32)
         r_open2 = let.opening_radii2(tree, self.params.theta)
-        out = [let.export(tree, r_open2, boxes[r]) if r != comm.rank else
-               (np.zeros((0, let.CELL_WIDTH)), np.zeros((0, let.PARTICLE_WIDTH)))
+        out = [let.export(tree, r_open2, boxes[r]) if r != comm.rank else let.empty()
                for r in range(comm.size)]
         t1 = perf_counter()
         got, failed = {}, []

@@ -1,0 +1,138 @@
+"""The LET export on the device (kernels/parallel_let.cu): let.export's walk, rows and
+particles for every remote box, queued on the engine's stream after the multipoles; one
+device-to-host copy of the compact result (pinned) on a side stream.
+
+Per remote box: one launch to start, then per tree level the acceptance test, an exclusive
+scan of the opened cells' children (three launches: block sums, their scan, the apply) and the
+expansion into the next frontier; then the particles per cell (a scan) and the gather of the
+rows. No host synchronisation inside: the frontier sizes stay on the device. The output holds
+the LETs of all remote boxes one after the other (rank order), so it is the send buffer of the
+LET exchange as it is. When the output is too small (let_end flags it), it is grown to what was
+needed and the export must be queued again.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from galaxyview.engines.gpu.constants import MAX_LEVEL
+from galaxyview.engines.parallel.let import CELL_WIDTH, MARGIN, PARTICLE_WIDTH
+
+T = (256, 1, 1)
+LC_OUT_C, LC_OUT_P, LC_OVERFLOW = 6, 7, 8
+CTL_WORDS = 16
+MIN_OUT = 1 << 16  # rows of the first output buffers
+
+
+class DeviceExport:
+    """The device LET export of one GPU engine (its buffers, its pinned host copies)."""
+
+    def __init__(self, eng):
+        self.eng = eng
+        self.cap_cells = self.cap_parts = 0
+        self._queued: list[int] = []  # the ranks whose boxes were queued, in order
+        self.host_ctl = eng._cuda.pagelocked_empty(CTL_WORDS, np.int32)
+        self._host_counts = None
+        self._pinned: dict = {}
+
+    def _blocks(self) -> int:
+        return min(1024, 2 * self.eng._n_sm)
+
+    def queue(self, boxes: np.ndarray, skip: int) -> None:
+        """Queue the export against boxes[r] (lo, hi) for every r but `skip` and the empty
+        boxes, on the engine's stream, into the output buffers."""
+        eng = self.eng
+        b, k = eng.buf, eng.kernels
+        p = b.ptr
+        b._alloc("let_ctl", 4 * CTL_WORDS)
+        b._alloc("let_counts", 8 * len(boxes))
+        b._alloc("let_sums", 4 * 1024)
+        ctl, counts, sums = p("let_ctl"), p("let_counts"), p("let_sums")
+        names = ("let_list", "let_acc", "let_opens", "let_offs", "let_kid0", "let_bodies",
+                 "let_body0")
+        list_, acc, opens, offs, kid0, bodies, body0 = (b.per_cell(n, 4) for n in names)
+        self._ensure_out(max(self.cap_cells, MIN_OUT), max(self.cap_parts, MIN_OUT))
+        blocks = self._blocks()
+        grid = (blocks, 1, 1)
+        npos, _ = b.set_ptrs(eng._cur)
+        margin = float(np.float32(MARGIN))
+        self._queued = [r for r in range(len(boxes))
+                        if r != skip and np.all(boxes[r, :3] <= boxes[r, 3:])]
+        for j, r in enumerate(self._queued):
+            lo, hi = [float(v) for v in boxes[r, :3]], [float(v) for v in boxes[r, 3:]]
+            k.launch("let_begin", (1, 1, 1), (1, 1, 1), ctl, list_, int(j == 0))
+            for lev in range(MAX_LEVEL + 1):
+                s = lev & 1
+                k.launch("let_test", grid, T, lev, p("cell_mac"), p("nchild"), list_, ctl,
+                         *lo, *hi, margin, acc, opens)
+                self._scan(opens, ctl + 4 * (2 * s + 1), offs, ctl + 4 * 9, sums, blocks)
+                k.launch("let_expand", grid, T, lev, p("child"), list_, ctl, b.cell_cap, opens,
+                         offs, kid0)
+            slot = (MAX_LEVEL + 1) & 1
+            k.launch("let_bodies", grid, T, slot, list_, acc, p("nchild"), p("count"),
+                     eng.pp_leaf, ctl, bodies)
+            self._scan(bodies, ctl + 4 * 4, body0, ctl + 4 * 5, sums, blocks)
+            k.launch("let_rows", grid, T, ctl, list_, acc, kid0, bodies, body0, p("cell_mac"),
+                     p("cell_q0"), p("cell_q1"), p("nchild"), p("begin"), npos,
+                     p("let_out_cells"), p("let_out_parts"), self.cap_cells, self.cap_parts)
+            k.launch("let_end", (1, 1, 1), (1, 1, 1), ctl, counts, j, self.cap_cells,
+                     self.cap_parts)
+
+    def _scan(self, vals, n_ptr, out, total_ptr, sums, blocks) -> None:
+        k = self.eng.kernels
+        k.launch("let_scan_reduce", (blocks, 1, 1), T, vals, n_ptr, sums)
+        k.launch("let_scan_top", (1, 1, 1), (1024, 1, 1), sums, blocks, total_ptr)
+        k.launch("let_scan_apply", (blocks, 1, 1), T, vals, n_ptr, sums, out)
+
+    def _ensure_out(self, cells: int, parts: int) -> None:
+        b = self.eng.buf
+        if cells > self.cap_cells:
+            self.cap_cells = cells
+            b._alloc("let_out_cells", 4 * CELL_WIDTH * cells)
+        if parts > self.cap_parts:
+            self.cap_parts = parts
+            b._alloc("let_out_parts", 4 * PARTICLE_WIDTH * parts)
+
+    def counts(self, stream) -> np.ndarray | None:
+        """(size, 2) int64 cells and particles of the LET for every rank (after the queued
+        export; waits for it on `stream`), or None when the output overflowed (it is grown:
+        queue the export again)."""
+        cuda, b = self.eng._cuda, self.eng.buf
+        n = len(self._queued)
+        if self._host_counts is None or len(self._host_counts) < 2 * max(n, 1):
+            self._host_counts = cuda.pagelocked_empty(2 * max(n, 1), np.int32)
+        cuda.memcpy_dtoh_async(self.host_ctl, b.ptr("let_ctl"), stream)
+        if n:
+            cuda.memcpy_dtoh_async(self._host_counts[:2 * n], b.ptr("let_counts"), stream)
+        stream.synchronize()
+        ctl = self.host_ctl
+        if n and ctl[LC_OVERFLOW]:
+            self._ensure_out(int(1.25 * ctl[LC_OUT_C]) + 1, int(1.25 * ctl[LC_OUT_P]) + 1)
+            return None
+        return self._host_counts[:2 * n].reshape(-1, 2).astype(np.int64)
+
+    def copy(self, stream, totals) -> tuple[np.ndarray, np.ndarray]:
+        """Queue the copy of the output (totals: cells, particles of all LETs) to pinned host
+        memory on `stream`: (cells (C, CELL_WIDTH), particles (P, 4)) float32, valid once the
+        stream is synchronised."""
+        cuda, b = self.eng._cuda, self.eng.buf
+        c, p = int(totals[0]), int(totals[1])
+        cells = self._host("cells", c * CELL_WIDTH).reshape(c, CELL_WIDTH)
+        parts = self._host("parts", p * PARTICLE_WIDTH).reshape(p, PARTICLE_WIDTH)
+        if c:
+            cuda.memcpy_dtoh_async(cells, b.ptr("let_out_cells"), stream)
+        if p:
+            cuda.memcpy_dtoh_async(parts, b.ptr("let_out_parts"), stream)
+        return cells, parts
+
+    def per_rank(self, counts: np.ndarray, size: int) -> np.ndarray:
+        """(size, 2) rows of every rank's LET (0 for the ranks not queued)."""
+        out = np.zeros((size, 2), np.int64)
+        out[self._queued] = counts
+        return out
+
+    def _host(self, name: str, count: int) -> np.ndarray:
+        buf = self._pinned.get(name)
+        if buf is None or buf.size < count:
+            buf = self._pinned[name] = self.eng._cuda.pagelocked_empty(max(count, 1),
+                                                                      np.float32)
+        return buf[:count]

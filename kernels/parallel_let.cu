@@ -1,0 +1,207 @@
+// LET export on the device (engines/parallel/let_device.py): the local tree walked level by
+// level against a remote domain's box with let.export's acceptance test (float32, no FMA,
+// the MARGIN), the next frontier compacted by prefix sums (children of opened cells, in
+// order, so the LET keeps the tree's breadth-first order), then the LET's cell rows
+// (let.CELL_WIDTH float32, the link columns as int32 bits) and particles (x y z m) gathered
+// into flat output buffers, LET after LET. Appended to the engine's module (nbody_common.cuh).
+//
+// ctl (int32): [0,1] and [2,3]: (start, size) of the frontier in `list`, the two slots
+// alternating by level; [4] cells C and [5] particles P of this LET; [6], [7] cells and
+// particles of all LETs so far (where the next goes); [8] 1 when the output overflowed;
+// [9] the scan's total.
+
+#define LET_T 256  // threads of every LET kernel but let_scan_top
+#define LET_ROW 17  // let.CELL_WIDTH
+#define LC_C 4
+#define LC_P 5
+#define LC_OUT_C 6
+#define LC_OUT_P 7
+#define LC_OVERFLOW 8
+#define LC_TOTAL 9
+
+__device__ __forceinline__ int let_block_excl(int v, int* total)
+{
+    __shared__ int sums[LET_T / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(FULL_MASK, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < LET_T / 32 ? sums[lane] : 0;
+        for (int o = 1; o < LET_T / 32; o <<= 1) {
+            const int y = __shfl_up_sync(FULL_MASK, w, o);
+            if (lane >= o) w += y;
+        }
+        if (lane < LET_T / 32) sums[lane] = w;
+    }
+    __syncthreads();
+    const int before = warp ? sums[warp - 1] : 0;
+    *total = sums[LET_T / 32 - 1];
+    __syncthreads();
+    return before + x - v;
+}
+
+// -- an exclusive scan of vals[0, *n) into out, *n read on the device; block b of the grid
+// -- takes the chunk [b * chunk, (b + 1) * chunk)
+__device__ __forceinline__ int let_chunk(int n) { return (n + gridDim.x - 1) / gridDim.x; }
+
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_scan_reduce(const int* __restrict__ vals, const int* n_ptr, int* __restrict__ block_sums)
+{
+    const int n = *n_ptr, chunk = let_chunk(n);
+    const int lo = blockIdx.x * chunk, hi = min(n, lo + chunk);
+    int s = 0;
+    for (int i = lo + threadIdx.x; i < hi; i += LET_T) s += vals[i];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(FULL_MASK, s, o);
+    __shared__ int w[LET_T / 32];
+    if ((threadIdx.x & 31) == 0) w[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int t = 0;
+        for (int k = 0; k < LET_T / 32; k++) t += w[k];
+        block_sums[blockIdx.x] = t;
+    }
+}
+
+extern "C" __global__ void let_scan_top(int* __restrict__ block_sums, int blocks, int* total)
+{
+    __shared__ int s[1024];
+    for (int i = threadIdx.x; i < blocks; i += blockDim.x) s[i] = block_sums[i];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int run = 0;
+        for (int i = 0; i < blocks; i++) {
+            const int v = s[i];
+            s[i] = run;
+            run += v;
+        }
+        *total = run;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < blocks; i += blockDim.x) block_sums[i] = s[i];
+}
+
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_scan_apply(const int* __restrict__ vals, const int* n_ptr,
+               const int* __restrict__ block_sums, int* __restrict__ out)
+{
+    const int n = *n_ptr, chunk = let_chunk(n);
+    const int lo = blockIdx.x * chunk, hi = min(n, lo + chunk);
+    int run = block_sums[blockIdx.x];
+    for (int base = lo; base < hi; base += LET_T) {  // uniform trip count in the block
+        const int i = base + threadIdx.x;
+        const int v = i < hi ? vals[i] : 0;
+        int tile;
+        const int e = let_block_excl(v, &tile);
+        if (i < hi) out[i] = run + e;
+        run += tile;
+    }
+}
+
+// -- the walk, one level a launch
+extern "C" __global__ void let_begin(int* ctl, int* list, int first)
+{
+    ctl[0] = 0; ctl[1] = 1; ctl[2] = 0; ctl[3] = 0;  // the frontier: the root
+    ctl[LC_C] = ctl[LC_P] = ctl[LC_TOTAL] = 0;
+    if (first) ctl[LC_OUT_C] = ctl[LC_OUT_P] = ctl[LC_OVERFLOW] = 0;
+    list[0] = 0;
+}
+
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_test(int level, const float4* __restrict__ mac, const int* __restrict__ nchild,
+         const int* __restrict__ list, const int* ctl, float lx, float ly, float lz, float hx,
+         float hy, float hz, float margin, int* __restrict__ acc, int* __restrict__ opens)
+{
+    const int s = level & 1, start = ctl[2 * s], size = ctl[2 * s + 1];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < size; i += gridDim.x * blockDim.x) {
+        const int c = list[start + i];
+        const float4 m = mac[c];
+        const float dx = fmaxf(fmaxf(__fsub_rn(lx, m.x), __fsub_rn(m.x, hx)), 0.0f);
+        const float dy = fmaxf(fmaxf(__fsub_rn(ly, m.y), __fsub_rn(m.y, hy)), 0.0f);
+        const float dz = fmaxf(fmaxf(__fsub_rn(lz, m.z), __fsub_rn(m.z, hz)), 0.0f);
+        const float d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)),
+                                   __fmul_rn(dz, dz));
+        const int a = d2 > __fmul_rn(m.w, margin);
+        acc[start + i] = a;
+        opens[i] = a ? 0 : nchild[c];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_expand(int level, const int* __restrict__ child, int* list, int* ctl, int cap,
+           const int* __restrict__ opens, const int* __restrict__ offs, int* __restrict__ kid0)
+{
+    const int s = level & 1, start = ctl[2 * s], size = ctl[2 * s + 1];
+    const int next = start + size, total = min(ctl[LC_TOTAL], cap - next);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < size; i += gridDim.x * blockDim.x) {
+        const int o = opens[i], at = next + offs[i];
+        kid0[start + i] = o > 0 ? at : 0;
+        const int c0 = o > 0 ? child[list[start + i]] : 0;
+        for (int j = 0; j < o && at + j < next + total; j++) list[at + j] = c0 + j;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        ctl[2 * (1 - s)] = next;
+        ctl[2 * (1 - s) + 1] = total;
+    }
+}
+
+// -- the rows
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_bodies(int slot, const int* __restrict__ list, const int* __restrict__ acc,
+           const int* __restrict__ nchild, const int* __restrict__ count, int pp_leaf, int* ctl,
+           int* __restrict__ bodies)
+{
+    const int n = ctl[2 * slot] + ctl[2 * slot + 1];  // every cell of the LET
+    if (blockIdx.x == 0 && threadIdx.x == 0) ctl[LC_C] = n;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int c = list[i];
+        const bool leaf = (!acc[i] || count[c] <= pp_leaf) && nchild[c] == 0;
+        bodies[i] = leaf ? count[c] : 0;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_rows(const int* ctl, const int* __restrict__ list, const int* __restrict__ acc,
+         const int* __restrict__ kid0, const int* __restrict__ bodies,
+         const int* __restrict__ body0, const float4* __restrict__ mac,
+         const float4* __restrict__ q0, const float4* __restrict__ q1,
+         const int* __restrict__ nchild, const int* __restrict__ begin,
+         const float4* __restrict__ pos, float* __restrict__ out_cells,
+         float4* __restrict__ out_parts, int cap_cells, int cap_parts)
+{
+    const int n = ctl[LC_C], np = ctl[LC_P], bc = ctl[LC_OUT_C], bp = ctl[LC_OUT_P];
+    if (bc + n > cap_cells || bp + np > cap_parts) return;  // let_end flags it
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int c = list[i];
+        const float4 m = mac[c], a = q0[c], b = q1[c];
+        const int kids = acc[i] ? 0 : nchild[c];
+        float* row = out_cells + (size_t)LET_ROW * (bc + i);
+        row[0] = m.x; row[1] = m.y; row[2] = m.z; row[3] = b.w;
+        row[4] = __fdiv_rn(a.x, 3.0f); row[5] = __fdiv_rn(a.y, 3.0f);  // stored as 3Q
+        row[6] = __fdiv_rn(a.z, 3.0f); row[7] = __fdiv_rn(a.w, 3.0f);
+        row[8] = __fdiv_rn(b.x, 3.0f); row[9] = __fdiv_rn(b.y, 3.0f);
+        row[10] = 0.0f; row[11] = 0.0f;  // size, delta: the CPU walks' (r_open^2 comes along)
+        row[12] = __int_as_float(kids > 0 ? kid0[i] : 0);
+        row[13] = __int_as_float(kids);
+        row[14] = __int_as_float(body0[i]);
+        row[15] = __int_as_float(bodies[i]);
+        row[16] = m.w;
+        const int nb = bodies[i], p0 = begin[c];
+        float4* dst = out_parts + bp + body0[i];
+        for (int j = 0; j < nb; j++) dst[j] = pos[p0 + j];
+    }
+}
+
+extern "C" __global__ void let_end(int* ctl, int* counts, int k, int cap_cells, int cap_parts)
+{
+    const int n = ctl[LC_C], np = ctl[LC_P];
+    if (ctl[LC_OUT_C] + n > cap_cells || ctl[LC_OUT_P] + np > cap_parts) ctl[LC_OVERFLOW] = 1;
+    counts[2 * k] = n;
+    counts[2 * k + 1] = np;
+    ctl[LC_OUT_C] += n;  // what the output needs, also past an overflow
+    ctl[LC_OUT_P] += np;
+}
