@@ -191,6 +191,13 @@ class GPURank(RankMixin, GPUEngine):
         side.synchronize()
         return cells, parts, self._export.per_rank(counts, len(self._boxes))
 
+    def _pinned(self, name: str, count: int, dtype) -> np.ndarray:
+        """A page-locked host array of at least `count` elements (kept, grown as needed)."""
+        buf = self._staging.get(name)
+        if buf is None or buf.size < count or buf.dtype != dtype:
+            buf = self._staging[name] = self._cuda.pagelocked_empty(max(count, 1), dtype)
+        return buf[:count]
+
     def _exchange_in_thread(self, staged) -> None:
         try:
             self._lets = self._exchange(staged)
