@@ -52,10 +52,11 @@ def _let_mass(cells, parts):
 
 
 def _boxes(pos, rng):
-    """Boxes near, inside, across and far from the particles; an empty one."""
+    """Boxes near, inside, across and far from the particles (far: beyond every opening
+    radius, so the root alone is sent); an empty one."""
     lo, hi = np.percentile(pos, 5, axis=0), np.percentile(pos, 95, axis=0)
     out = [np.r_[lo, hi], np.r_[lo + 2 * (hi - lo), hi + 2 * (hi - lo)],
-           np.r_[[0.0, -0.2, -0.2], [0.5, 0.2, 0.2]], np.r_[[30, 30, 30], [31, 31, 31]],
+           np.r_[[0.0, -0.2, -0.2], [0.5, 0.2, 0.2]], np.r_[[1e4, 1e4, 1e4], [1e4 + 1, 1e4 + 1, 1e4 + 1]],
            np.r_[np.full(3, np.inf), np.full(3, -np.inf)]]
     for _ in range(3):
         c = rng.standard_normal(3)
@@ -91,5 +92,53 @@ def test_device_export_equals_the_reference(n, theta, pp_leaf):
         for r, (cells, parts) in enumerate(got):  # each LET carries all the mass once
             if len(cells):
                 assert _let_mass(cells, parts) == pytest.approx(total, rel=1e-5), r
+    finally:
+        eng.close()
+
+
+def _remote_lets(n, seed, pp_leaf):
+    """LETs of three remote trees (let.export on the CPU): near, overlapping and far boxes,
+    so some carry particles and one the root alone."""
+    from galaxyview.engines.cpu.tree import build_tree
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for shift, box in (((3, 0, 0), [-1, -1, -1, 1, 1, 1]), ((0.5, 0, 0), [-2, -2, -2, 2, 2, 2]),
+                       ((0, 0, 0), [1e4, 1e4, 1e4, 1e4 + 1, 1e4 + 1, 1e4 + 1])):
+        st = plummer_sphere(n, rng)
+        tree = build_tree((st.pos + shift).astype(np.float32), st.mass.astype(np.float32))
+        out.append(let.export(tree, let.opening_radii2(tree, 0.6), np.array(box, np.float32),
+                              pp_leaf))
+    assert len(out[2][0]) == 1 and len(out[2][1]) == 0 and len(out[0][1]) > 0
+    return out
+
+
+@pytest.mark.parametrize("n_local, n_remote", [(5000, 3000), (100_000, 300_000)])
+def test_device_forest_equals_the_reference(n_local, n_remote):
+    """let_forest (the received rows uploaded as they are, laid out on the device) builds
+    the forest let.device_forest builds: every cell's MAC, quadrupole and links, and the
+    particles behind the local ones, bit for bit."""
+    eng = _engine(n_local, 0.75, 3)
+    try:
+        lets = _remote_lets(n_remote, n_local, eng.pp_leaf)
+        cells = np.concatenate([c for c, _ in lets])
+        parts = np.concatenate([p for _, p in lets])
+        with eng.activate():
+            eng._recv = {"cells": cells, "parts": parts}
+            eng._upload_forest(lets)
+            eng._sync()
+            p, n = eng.buf.ptr, eng._n
+            ref = let.device_forest(lets, n)
+            c = len(ref[0])
+            for name, want in zip(("let_mac", "let_q0", "let_q1"), ref[:3]):
+                got = eng._download(p(name), np.float32, 4 * c).reshape(c, 4)
+                assert np.array_equal(got.view(np.int32), want.view(np.int32)), name
+            link = eng._download(p("let_link"), np.int32, 2 * c).reshape(c, 2)
+            assert np.array_equal(link, ref[3])
+            pos = eng._download(p("let_pos"), np.float32, 4 * (n + len(parts))).reshape(-1, 4)
+            local, _ = eng.buf.set_ptrs(eng._cur)
+            assert np.array_equal(pos[:n], eng._download(local, np.float32, 4 * n).reshape(-1, 4))
+            assert np.array_equal(pos[n:], ref[4])
+        assert c == 1 + len(cells) and (ref[3][1:, 1] < 0).any()  # leaves with particles
     finally:
         eng.close()

@@ -87,7 +87,8 @@ def cmd_bench(args) -> int:
               f"{r.particles_per_s / 1e6:8.2f} {vs:>10}")
         more = {k: v for k, v in ph.items() if k not in PHASES}
         if more:  # the parallel engine's phases (slowest process of each)
-            print(" " * 16 + "  ".join(f"{k} {v:.2f}" for k, v in more.items()))
+            print(" " * 16 + "  ".join(f"{k} {v:.0f}" if abs(v) >= 100 else f"{k} {v:.2f}"
+                                       for k, v in more.items()))
     return 0
 
 

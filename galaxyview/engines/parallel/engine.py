@@ -253,6 +253,10 @@ class ParallelEngine(Engine):
         ms = {k: max(s.timings_ms.get(k, 0.0) for s in stats) for k in BASE_PHASES}
         for k in PHASES:
             ms[k] = max(r[k] for r in self.rank_ms)
+        for r in self.rank_ms:  # a GPU rank's parts of the LET phases and the LET sizes
+            for k in r:
+                if k not in ms:
+                    ms[k] = max(q.get(k, 0.0) for q in self.rank_ms)
         ms["walk"] = ms.pop("local_walk")
         self.stats = StepStats(ms, sum(s.pp for s in stats), sum(s.pc for s in stats), self._n)
 
