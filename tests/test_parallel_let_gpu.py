@@ -28,7 +28,7 @@ def _reference(eng, box):
     return let.export(host_tree(cells, eng.params.n_leaf), cells["r_open2"], box, eng.pp_leaf)
 
 
-def _device(eng, boxes, skip):
+def _device(eng, boxes: list, skip):
     """Every box's device LET but boxes[skip]'s, as let.export's (cells, particles), and
     the attempts it took (an output too small is grown)."""
     with eng.activate():
@@ -61,7 +61,21 @@ def _boxes(pos, rng):
     for _ in range(3):
         c = rng.standard_normal(3)
         out.append(np.r_[c - 0.3 * rng.random(3), c + 0.3 * rng.random(3)])
-    return np.array(out, np.float32)
+    return [np.array(b, np.float32).reshape(1, 6) for b in out] + _group_like(pos)
+
+
+def _group_like(pos):
+    """A domain in two pieces (every other particle beyond |x| = 1.5) described by many
+    boxes (its particles binned in cubes of side 0.5, a box each, as groups are compact),
+    and the same domain by its bounding box (which holds the middle too)."""
+    p = pos[np.abs(pos[:, 0]) > 1.5][::2]
+    _, cube = np.unique(np.floor(p / 0.5), axis=0, return_inverse=True)
+    order = np.argsort(cube.reshape(-1), kind="stable")
+    p = p[order]
+    at = np.flatnonzero(np.r_[True, np.diff(cube.reshape(-1)[order]) != 0])
+    boxes = np.c_[np.minimum.reduceat(p, at), np.maximum.reduceat(p, at)].astype(np.float32)
+    whole = np.r_[boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)].astype(np.float32)
+    return [boxes, whole.reshape(1, 6)]
 
 
 @pytest.mark.parametrize("n, theta, pp_leaf", [(3000, 0.5, None), (60_000, 0.75, None),
@@ -86,6 +100,8 @@ def test_device_export_equals_the_reference(n, theta, pp_leaf):
             sizes.append((len(cells), len(parts)))
         assert sizes[4] == (0, 0) and sizes[3] == (1, 0)  # empty; far: the root alone
         assert max(c for c, _ in sizes) > 100  # the near boxes open much of the tree
+        # many boxes: a part of the LET of their bounding box
+        assert sizes[8][0] <= sizes[9][0] and sizes[8][1] < sizes[9][1]
         if n >= 400_000:  # more rows than the first output holds: grown, queued again
             assert tries == 2
         total = float(eng.state().mass.astype(np.float64).sum())
@@ -140,5 +156,28 @@ def test_device_forest_equals_the_reference(n_local, n_remote):
             assert np.array_equal(pos[:n], eng._download(local, np.float32, 4 * n).reshape(-1, 4))
             assert np.array_equal(pos[n:], ref[4])
         assert c == 1 + len(cells) and (ref[3][1:, 1] < 0).any()  # leaves with particles
+    finally:
+        eng.close()
+
+
+@pytest.mark.parametrize("n", [5000, 300_000])
+def test_group_boxes_are_the_walks_groups(n):
+    """let_group_boxes: the boxes the domain is described by are its groups' (their
+    particles' min and max), as the walk sees them."""
+    from galaxyview.engines.gpu.constants import ST_GROUPS
+
+    eng = _engine(n, 0.75, n + 1)
+    try:
+        with eng.activate():
+            got = eng._domain_boxes(eng._events)
+            b = eng.buf
+            n_groups = int(eng._download(b.ptr("status"), np.uint64, 8)[ST_GROUPS])
+            begin = eng._download(b.ptr("group_begin"), np.int32, n_groups)
+            count = eng._download(b.ptr("group_count"), np.int32, n_groups)
+            pos, _ = b.set_ptrs(eng._cur)
+            pos = eng._download(pos, np.float32, 4 * eng._n).reshape(-1, 4)[:, :3]
+        assert n_groups > n // 100 and count.sum() == n
+        want = np.c_[np.minimum.reduceat(pos, begin), np.maximum.reduceat(pos, begin)]
+        assert np.array_equal(got, want)
     finally:
         eng.close()

@@ -2,8 +2,8 @@
 
 Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree, groups,
 multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
-domain boxes, from the key sort's bounding box, are exchanged and the LET export against
-every other domain is queued on the device (let_device.py); its compact output is copied to
+domains' boxes (their groups') are exchanged and the LET export against every other domain
+is queued on the device (let_device.py); its compact output is copied to
 pinned host memory on a side stream while the device walks the local tree, and a host thread
 exchanges the LETs over MPI (through host memory: the MPI need not be CUDA-aware). The
 imported LETs, received into pinned memory, go to the device as they are (the particles
@@ -11,8 +11,7 @@ behind a copy of the local sorted positions) and `let_forest` lays them out as o
 an always-opened root (as let.device_forest does); the engine's own walk kernel walks it with
 the local groups into a second buffer, which `let_add` adds to the local forces. When the tree
 outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
-running beside it. The
-decomposition (every particle through the host) runs every REBALANCE_EVERY steps
+running beside it. The decomposition (every particle through the host) runs every REBALANCE_EVERY steps
 (GALAXYVIEW_REBALANCE_EVERY); in between particles stay on their GPU, and the LETs, built
 from the current domain boxes, stay exact.
 """
@@ -27,7 +26,7 @@ import numpy as np
 from galaxyview.cuda.compile import read_kernel
 from galaxyview.engines.cpu.cells import Tree
 from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, ST_FLAGS,
-                                              ST_PC, ST_PP, ST_WALK_NEXT)
+                                              ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import let, let_device
 from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
@@ -55,6 +54,16 @@ def rebalance_every() -> int:
     return int(text)
 
 
+def let_boxes() -> str:
+    """What describes a domain to the LET export (GALAXYVIEW_LET_BOXES): "groups" (the boxes
+    of its walk's groups, the default) or "domain" (its bounding box alone: fewer tests, a
+    larger LET)."""
+    text = os.environ.get("GALAXYVIEW_LET_BOXES", "groups")
+    if text not in ("groups", "domain"):
+        raise EngineError(f"GALAXYVIEW_LET_BOXES={text!r}: give groups or domain")
+    return text
+
+
 def host_tree(cells: dict, n_leaf: int) -> Tree:
     """The device tree's cells (in gpu/inspect.download_tree's terms) as a Tree for
     let.export: what the export reads (particles, links, multipoles), the rest left empty."""
@@ -76,6 +85,7 @@ class GPURank(RankMixin, GPUEngine):
     def __init__(self, params=None, gravity=None, device: int = 0):
         super().__init__(params, gravity, device)
         self.every = rebalance_every()
+        self.let_boxes = let_boxes()
         self._since = 0
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
         self._in_span, self._sent_bytes, self._recv = False, 0, {}
@@ -84,7 +94,7 @@ class GPURank(RankMixin, GPUEngine):
             self._side_stream = self._cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
             # the multipoles' end, the export's start and end; the LET import's upload,
             # forest and walk
-            self._let_ev = tuple(self._cuda.Event() for _ in range(6))
+            self._let_ev = tuple(self._cuda.Event() for _ in range(7))  # 6: group boxes
             self._export = let_device.DeviceExport(self)
 
     # -- the domain ------------------------------------------------------------------------
@@ -138,22 +148,51 @@ class GPURank(RankMixin, GPUEngine):
 
     # -- forces ------------------------------------------------------------------------------
     def _before_walk(self, ev) -> None:
-        """(run_force, after the multipoles; first attempts only) The domain boxes, from the
-        bounding-box kernel's partial results of the key sort (copied on the side stream
-        while the tree is built), exchanged; then the LET export queued before the walk."""
+        """(run_force, after the multipoles; first attempts only) The domain's boxes: the
+        boxes of the walk's groups (let_group_boxes, copied on the side stream), or where the
+        build overflowed (its groups are not valid) the domain's bounding box, from the
+        bounding-box kernel's partial results of the key sort; exchanged; then the LET
+        export queued before the walk."""
         if ev is None or self._alone() or self._boxes is not None:
             return
         self._let_ev[0].record()  # the multipoles end here; the LET phase starts
-        side = self._side_stream
-        part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
-        side.wait_for_event(ev[2])
-        self._cuda.memcpy_dtoh_async(part, self.buf.ptr("bbox"), side)
-        side.synchronize()
-        part = part.reshape(-1, 6)
-        box = np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)]
-        self._boxes = self.comm.allgather(box, "the domain boxes").astype(np.float32)
+        self._boxes = self._share_boxes(self._domain_boxes(ev))
         self._queue_export(self.comm.rank)
         self._in_span = True  # events 0..2 recorded; run_force records its 4 next
+
+    def _domain_boxes(self, ev) -> np.ndarray:
+        """(B, 6) float32 lo, hi: the boxes of the groups of the tree just built (their
+        particles), or where the build overflowed the domain's bounding box."""
+        cuda, b, side = self._cuda, self.buf, self._side_stream
+        p = b.ptr
+        b._alloc("let_gboxes", 24 * b.group_cap)
+        npos, _ = b.set_ptrs(self._cur)
+        self.kernels.launch("let_group_boxes", (self._grid(), 1, 1), (256, 1, 1), npos,
+                            p("group_begin"), p("group_count"), p("status"), p("let_gboxes"))
+        self._let_ev[6].record()
+        part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
+        status = self._pinned("status", 8, np.uint64)
+        groups = self._pinned("gboxes", 6 * b.group_cap, np.float32)
+        side.wait_for_event(ev[2])
+        cuda.memcpy_dtoh_async(part, p("bbox"), side)
+        side.wait_for_event(self._let_ev[6])
+        cuda.memcpy_dtoh_async(status, p("status"), side)
+        cuda.memcpy_dtoh_async(groups, p("let_gboxes"), side)
+        side.synchronize()
+        n_groups = int(status[ST_GROUPS])
+        if (self.let_boxes == "domain" or int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS)
+                or n_groups > b.group_cap):
+            part = part.reshape(-1, 6)
+            return np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)].reshape(1, 6)
+        return groups[:6 * n_groups].reshape(-1, 6).copy()
+
+    def _own_boxes(self) -> np.ndarray:
+        return self._boxes[self.comm.rank] if self._boxes else np.zeros((0, 6))
+
+    def _share_boxes(self, mine: np.ndarray) -> list:
+        """Collective: every rank's boxes ((B_r, 6) float32), from this rank's."""
+        comm = self.comm
+        return comm.alltoallv([mine.astype(np.float32)] * comm.size, "the domain boxes")
 
     def _alone(self) -> bool:
         """No other rank (one process, or not attached: the engine on its own)."""
@@ -240,8 +279,7 @@ class GPURank(RankMixin, GPUEngine):
         if error is not None:
             return None
         if self._boxes is None:  # no first attempt reached the walk
-            self._boxes = self.comm.allgather(let.domain_box(np.zeros((0, 3))),
-                                              "the domain boxes").astype(np.float32)
+            self._boxes = self._share_boxes(np.zeros((0, 6), np.float32))
         t0 = perf_counter()
         with self.activate():
             for _ in range(3):
@@ -309,6 +347,7 @@ class GPURank(RankMixin, GPUEngine):
             let_walk_gpu=walk_ms.get("kernel", 0.0),
             let_cells_in=float(got_c), let_particles_in=float(got_p),
             let_sent_mib=self._sent_bytes / 2**20,
+            let_boxes_in=float(sum(len(q) for q in self._boxes or ()) - len(self._own_boxes())),
             let_recv_mib=(4 * let.CELL_WIDTH * got_c + 4 * let.PARTICLE_WIDTH * got_p) / 2**20)
         self.cost = (self.stats.pp + self.stats.pc) / max(self._n, 1)
 
