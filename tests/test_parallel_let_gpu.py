@@ -55,7 +55,8 @@ def _boxes(pos, rng):
     """Boxes near, inside, across and far from the particles; an empty one."""
     lo, hi = np.percentile(pos, 5, axis=0), np.percentile(pos, 95, axis=0)
     out = [np.r_[lo, hi], np.r_[lo + 2 * (hi - lo), hi + 2 * (hi - lo)],
-           np.r_[[0.0, -0.2, -0.2], [0.5, 0.2, 0.2]], np.r_[[30, 30, 30], [31, 31, 31]],
+           np.r_[[0.0, -0.2, -0.2], [0.5, 0.2, 0.2]],
+           np.r_[[1e4, 1e4, 1e4], [1e4 + 1, 1e4 + 1, 1e4 + 1]],  # far beyond any root's reach
            np.r_[np.full(3, np.inf), np.full(3, -np.inf)]]
     for _ in range(3):
         c = rng.standard_normal(3)
