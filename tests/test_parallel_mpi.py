@@ -110,20 +110,48 @@ def test_run_command_over_two_processes(tmp_path):
     assert (tmp_path / "end.h5").is_file()
 
 
-def test_record_over_two_processes(tmp_path):
-    """`galaxyview record --procs 2`: rank 0 renders and encodes the job's particles."""
+def _record(tmp_path, *procs):
     import imageio_ffmpeg
 
-    out = tmp_path / "p.mp4"
+    out = tmp_path / f"p{len(procs)}.mp4"
     done = mpirun.galaxyview("record", "plummer", "--n", "3000", "--backend", "reference",
-                             "--procs", "2", "-o", out, "--frames", "6", "--size", "160x96",
-                             "--no-progress", timeout=180, GALAXYVIEW_THREADS="1")
+                             *procs, "-o", out, "--frames", "6", "--size", "160x96",
+                             "--camera", "orbit", "--no-progress", timeout=180,
+                             GALAXYVIEW_THREADS="1")
     assert done.returncode == 0, done.stderr[-3000:]
     gen = imageio_ffmpeg.read_frames(str(out))
     width, height = next(gen)["size"]
-    frames = [np.frombuffer(b, np.uint8).reshape(height, width, 3) for b in gen]
+    return [np.frombuffer(b, np.uint8).reshape(height, width, 3).astype(int) for b in gen]
+
+
+def test_record_over_two_processes(tmp_path):
+    """`galaxyview record --procs 2`: rank 0 tone-maps and encodes the light the processes
+    splat; the frames are those of one process (orbits within the tree's error)."""
+    frames = _record(tmp_path, "--procs", "2")
     assert len(frames) == 6
     assert all((rgb.max(axis=2) > 60).mean() > 0.001 for rgb in frames)  # particles drawn
+    for got, want in zip(frames, _record(tmp_path)):
+        assert np.abs(got - want).mean() < 1.0  # of 255, after H.264 either way
+        assert np.percentile(np.abs(got - want), 99.9) < 24
+        assert np.abs(got - want).mean() < 0.05 * np.abs(want - want.mean()).mean()
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_the_light_is_splatted_by_every_process_and_summed(k):
+    """engine.light(view): the processes' images summed equal the host splat of the whole
+    state (two views and sizes, four colourings); frames of the offscreen renderer gather no
+    particles (one copy at attach to frame them, one for the speed map's range)."""
+    pytest.importorskip("numba")
+    done = _mpirun(k, "light_run.py", "reference", 3000)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(got["errors"]) == 8
+    for name, (err, scale, shape) in got["errors"].items():
+        assert scale > 1 and err < 1e-5, name  # float sums in another order
+    assert [e[2] for e in got["errors"].values()][::4] == [[96, 160, 4], [131, 97, 4]]
+    assert got["path"] == "light from the engine's processes"
+    assert (got["at_attach"], got["first_frame"], got["later_frames"]) == (1, 1, 0)
+    assert all(lit > 0.05 for lit in got["lit"])
 
 
 def test_the_rest_of_the_engine_interface_over_three_processes():

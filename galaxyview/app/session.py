@@ -9,7 +9,8 @@ from PyQt6.QtCore import QObject, pyqtSignal
 from galaxyview.app.worker import StepWorker
 from galaxyview.jobs.accuracy import live_sample
 from galaxyview.render.boxes import engine_boxes
-from galaxyview.render.sources import HostSource, framing_positions, make_source
+from galaxyview.render.sources import (EngineLight, HostSource, framing_positions,
+                                       make_source)
 
 _retired: list = []  # workers finishing their last step after their session has ended
 
@@ -29,7 +30,12 @@ class Session(QObject):
         self.sim, self.canvas = sim, canvas
         canvas.set_current()
         self.source = make_source(sim.engine, canvas.renderer, canvas.context)
-        self.host = isinstance(self.source, HostSource)
+        # host: the worker copies the state into vertices after each batch (not when the
+        # engine makes the light itself: then the light is asked for at paints, when idle)
+        self.host = isinstance(self.source, HostSource) and not isinstance(self.source,
+                                                                           EngineLight)
+        if isinstance(self.source, EngineLight):
+            self.source.guard = self.try_engine
         self.worker = w = StepWorker(sim.engine, sim.initial, host_path=self.host)
         w.frame_ready.connect(self._on_frame)
         w.failed.connect(self.failed)

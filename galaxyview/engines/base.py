@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from galaxyview.model import diagnostics
 from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
+
+if TYPE_CHECKING:
+    from galaxyview.light import LightView
 
 # Per-phase timing keys of one step, in the order they run.
 PHASES = ("keys_sort", "build", "multipoles", "walk", "integrate")
@@ -113,6 +117,7 @@ class Engine(abc.ABC):
 
     name: str = "?"  # "cpu" or "gpu": a label for reports, never a switch outside engines
     on_gpu: bool = False  # the work runs on a CUDA device (device_view() gives its arrays)
+    splats_light: bool = False  # light(view) makes the frame's light image (no state copy)
 
     integrator = None  # the physics modules, built by the engine (engines/modules.py)
 
@@ -309,6 +314,13 @@ class Engine(abc.ABC):
 
     def device_memory_bytes(self) -> int | None:
         """Device memory the engine holds; None for a host engine."""
+        return None
+
+    def light(self, view: LightView) -> np.ndarray | None:
+        """The light image of this view ((h, w, 4) float32, galaxyview.light.splat's image of
+        the whole state) made where the particles live, so the renderer need not copy them;
+        None where the engine does not offer it (the renderer splats a host copy). Offered
+        when `splats_light`: a parallel engine's processes each splat their own particles."""
         return None
 
     def activate(self):

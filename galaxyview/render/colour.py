@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from galaxyview.light.kernel import NEEDS_POTENTIAL, particle_values
 from galaxyview.model.density import tree_density
 from galaxyview.render.look import mode_code
 
 DEVICE_VALUES = {"speed": 0, "potential": 1, "energy": 2, "mass": 3, "vz": 5, "z": 6}  # render_pack.cu
-NEEDS_POTENTIAL = ("potential", "energy")
 LABELS = {"speed": "speed", "potential": "potential φ", "energy": "binding energy v²/2 + φ",
           "density": "log10 density", "galaxy": "galaxy of origin", "component": "component",
           "mass": "log10 mass", "vz": "vertical velocity", "z": "height z"}
@@ -22,22 +22,9 @@ def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
     """(N,) float32 value of each particle for `mode` from a ParticleState (and the potential
     for 'potential' and 'energy'); the speed for 'component', which does not use it (as
     render_pack.cu writes it)."""
-    if mode == "galaxy":
-        return np.asarray(state.galaxy, np.float32)
-    if mode == "mass":
-        return np.log10(np.maximum(state.mass, 1e-30)).astype(np.float32)
     if mode == "density":
         return np.log10(np.maximum(tree_density(state.pos, state.mass), 1e-30)).astype(np.float32)
-    if mode in ("vz", "z"):
-        return np.array((state.vel if mode == "vz" else state.pos)[:, 2], np.float32)
-    v2 = np.einsum("ij,ij->i", state.vel, state.vel)
-    if mode in ("speed", "component"):
-        return np.sqrt(v2).astype(np.float32)
-    if pot is None:
-        raise ValueError(f"colour mode {mode!r} needs the potential")
-    if mode == "potential":
-        return np.asarray(pot, np.float32)
-    return (0.5 * v2 + pot).astype(np.float32)  # energy
+    return particle_values(mode, state.pos, state.vel, state.mass, state.galaxy, pot)
 
 
 def engine_values(engine, mode: str, state=None) -> np.ndarray:

@@ -81,6 +81,7 @@ class ParticleRenderer:
         self.vertex_mode = None  # the colour mode the vertex values were made for
         self.ranges: dict = {}  # colour mode -> (lo, hi) of the colour map, when not given
         self.light_source = None  # makes the light texture itself (render/splat.py, host_splat.py)
+        self.light_only = False  # the light source draws particles this holds no vertices of
         self._box_count = 0
         self._light = None
         self._light_fbo = None
@@ -198,7 +199,7 @@ class ParticleRenderer:
         mvp = camera.mvp(w / max(h, 1)).T.astype(np.float32)  # GLSL reads column-major
         spheres = look.spheres and self.count
         light = None
-        if self.light_source is not None and self.count and not spheres:
+        if self.light_source is not None and (self.count or self.light_only) and not spheres:
             light = self.light_source.light(camera, look, (w, h))  # None: draw sprites
         if spheres:
             with self._light_buffer((w, h)):

@@ -1,4 +1,5 @@
-"""Where the particle vertices come from: host upload (CPU engine) or CUDA-GL interop (GPU)."""
+"""Where the particle vertices come from: host upload (CPU engine), CUDA-GL interop (GPU), or
+no vertices at all: the light made by the engine (a parallel engine's processes)."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ from galaxyview.errors import EngineError
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
 from galaxyview.render.colour import DEVICE_VALUES, engine_values
+from galaxyview.render.look import mode_code
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
 
 BLOCK = 256
@@ -82,6 +84,62 @@ class HostSource:
             self.renderer.light_source = None
         if self.splatter is not None:
             self.splatter.release()
+
+
+class EngineLight(HostSource):
+    """An engine that makes the light itself (Engine.splats_light: a parallel engine's
+    processes each splat their own particles and the images are summed): the light comes from
+    engine.light(view), rebuilt when the view or the state changed; no vertices, no state copy
+    a frame. The colour map's ends are found once a mode from a host copy of the values, and
+    positions (camera fits) only on demand. A colour mode the engine does not splat (None)
+    goes through a host copy of the state as HostSource does. `guard(fn)` -> (ran, fn()):
+    how engine calls are made (the window: only while its worker is idle)."""
+
+    path = "light from the engine's processes"
+
+    def __init__(self, engine, renderer: ParticleRenderer):
+        super().__init__(engine, renderer)
+        self.guard = lambda fn: (True, fn())
+        self.host_mode = None  # the colour mode the engine did not splat
+        self._state = 0  # counts refreshes: a new state
+        self._key = self._texture = None  # of the light shown
+        renderer.light_only = self.splatter is not None
+
+    def refresh(self, vertices: np.ndarray | None = None, mode: str | None = None) -> None:
+        r = self.renderer
+        mode = r.look.colour_mode
+        if self.splatter is None or mode == self.host_mode:
+            r.light_only = False
+            return super().refresh(vertices, mode)
+        r.light_only, r.vertex_mode = True, mode
+        if r.look.value_range is None and mode_code(mode) == 2 and mode not in r.ranges:
+            r.colour_range(mode, engine_values(self.engine, mode))  # once a mode
+        self._state += 1
+
+    def light(self, camera, look, size):
+        r = self.renderer
+        if not r.light_only:
+            return super().light(camera, look, size)
+        from galaxyview.render.host_splat import light_view  # numba: imported with splatter
+
+        view = light_view(camera, look, size, r.colouring(), self.engine.n)
+        key = (self._state, view.width, view.height, view.mvp.tobytes(), view.point_size,
+               view.mode, view.lo, view.hi, view.lut.tobytes())
+        if key == self._key:
+            return self._texture
+        ran, image = self.guard(lambda: self.engine.light(view))
+        if not ran:  # the engine is stepping: the last light
+            return self._texture
+        if image is None:  # not offered for this mode: through the host
+            self.host_mode = view.mode
+            self.guard(self.refresh)
+            return super().light(camera, look, size)
+        self._key, self._texture = key, self.splatter.show(image)
+        return self._texture
+
+    def close(self) -> None:
+        self.renderer.light_only = False
+        super().close()
 
 
 INTEROP_FIX = ("the OpenGL context is not on the CUDA GPU; on a hybrid-graphics laptop start "
@@ -284,4 +342,6 @@ def make_source(engine, renderer: ParticleRenderer, gl_context):
     view = engine.device_view()
     if view is not None:
         return DeviceSource(engine, view, renderer, gl_context)
+    if engine.splats_light:
+        return EngineLight(engine, renderer)
     return HostSource(engine, renderer)

@@ -43,6 +43,7 @@ def make_rank_engine(backend: str, params, gravity, comm):
 SUPPORTED = {"integrator": ("leapfrog",), "boundary": ("open",), "collision": ("none",),
              "mac": ("bonsai",)}  # the LET export applies Bonsai's MAC to remote boxes
 _engines: dict = {}  # this rank's engines by id
+_lit: dict = {}  # rank 0: the summed light image of the last light command, by engine id
 
 
 # -- what every rank does for a command (rank 0 through ParallelEngine) -----------------------
@@ -77,6 +78,22 @@ def _state(key, comm, data, exact):
     return _engines[key].local_view(exact)
 
 
+def _light(key, comm, data, view):
+    """Each rank splats its particles; the images add up on rank 0 (kept in _lit)."""
+    error, image = None, None
+    try:
+        image = _engines[key].local_light(view)
+    except Exception as exc:  # still take part in the reduce, or the others would wait
+        error = exc
+    if image is None:
+        image = np.zeros(view.shape, np.float32)
+    total = comm.reduce(image, what="the sum of the light images")
+    if comm.rank == 0:
+        _lit[key] = total
+    if error is not None:
+        raise error
+
+
 def _energies(key, comm, data):
     e = _engines[key].energies()
     return e.kinetic, e.potential
@@ -104,8 +121,8 @@ def _close(key, comm, data):
 
 
 COMMANDS = {f.__name__.lstrip("_"): f for f in
-            (_create, _load, _step, _set_params, _state, _energies, _centre, _boxes, _memory,
-             _close)}
+            (_create, _load, _step, _set_params, _state, _light, _energies, _centre, _boxes,
+             _memory, _close)}
 
 
 def _run(comm, key, name, data, args):
@@ -266,6 +283,19 @@ class ParallelEngine(Engine):
         answers = self._call("set_params", None, values)
         if self._n:
             self._collect_stats(answers)
+
+    splats_light = True
+
+    def light(self, view) -> np.ndarray | None:
+        """Every rank splats its own particles, the float images are summed on rank 0 (an MPI
+        Reduce): no particle travels. None for the density colouring (each rank's tree sees
+        only its domain)."""
+        if view.mode == "density":
+            return None
+        self._need()
+        _lit.pop(self._key, None)
+        self._call("light", None, view)
+        return _lit.pop(self._key)
 
     def energies(self) -> Energies:
         self._need()

@@ -136,6 +136,16 @@ class Comm:
         self.wait(self.comm.Iallreduce(send, recv, op=ops[op]), what)
         return recv
 
+    def reduce(self, array: np.ndarray, root: int = 0, what: str = "reduce"):
+        """The sum of every rank's `array` (one shape and dtype everywhere: a frame's float
+        light image) on `root`, None elsewhere. Every rank is inside the command that calls
+        it, so a large image is waited for with a blocking Wait under the watchdog."""
+        send = np.ascontiguousarray(array)
+        recv = np.empty_like(send) if self.rank == root else None
+        self.wait(self.comm.Ireduce(send, recv, op=self.MPI.SUM, root=root), what,
+                  nbytes=send.nbytes)
+        return recv
+
     def allgather(self, values, what: str = "allgather") -> np.ndarray:
         """(size, k) float64 from k values per rank."""
         send = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)

@@ -17,6 +17,7 @@ from time import perf_counter
 import numpy as np
 
 from galaxyview.engines.parallel import decompose, let
+from galaxyview.light import kernel as light
 from galaxyview.errors import EngineError
 from galaxyview.model.state import ParticleState
 
@@ -63,6 +64,16 @@ class RankMixin:
         """(ids, pos, vel, mass, component, galaxy, radius) of the local particles, with
         (acc, pot) when exact."""
         raise NotImplementedError
+
+    def local_light(self, view) -> np.ndarray:
+        """The light of this rank's particles for `view` (a galaxyview.light.LightView), from
+        its own arrays (GPU ranks: a host copy of their particles)."""
+        part = self.local_view(view.mode in light.NEEDS_POTENTIAL)
+        _, pos, vel, mass, component, galaxy, _ = part[:7]
+        pot = part[8] if len(part) > 7 else None
+        values = (np.zeros(len(pos), np.float32) if view.code == 0 else
+                  light.particle_values(view.mode, pos, vel, mass, galaxy, pot))
+        return light.splat(view, light.particle_points(pos, component, values))
 
     def agree(self, error: Exception | None, what: str) -> None:
         """Collective: raise on every rank when `error` happened on any (its own message

@@ -1,0 +1,79 @@
+"""Run under mpirun by tests/test_parallel_mpi.py: the light image of a view made by the
+processes (each splats its own particles, the images are summed on rank 0) against the host
+splat of the whole gathered state, and frames of the offscreen renderer without a gather.
+
+argv: backend n. Prints one JSON line.
+"""
+import json
+import sys
+
+import numpy as np
+
+from galaxyview.engines.parallel.engine import ParallelEngine, serve, stop_serving
+from galaxyview.engines.parallel.mpi import Comm
+from galaxyview.light import particle_points, particle_values, splat
+from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.params import Params
+from galaxyview.render.camera import Camera
+from galaxyview.render.host_splat import light_view
+from galaxyview.render.look import Look, colour_lut, mode_code
+
+backend, n = sys.argv[1], int(sys.argv[2])
+comm = Comm(timeout=120)
+if comm.rank != 0:
+    sys.exit(serve(comm))
+try:
+    rng = np.random.default_rng(5)
+    state = plummer_sphere(n, rng)
+    state.component[:] = rng.integers(0, 5, n)  # disk, bulge, halo, black hole, satellite
+    state.galaxy[:] = rng.integers(0, 3, n)
+    engine = ParallelEngine(backend, Params(theta=0.6, dt=1 / 64, eps=0.05), comm=comm)
+    engine.load(state)
+    engine.step(2)
+    gathers = []
+    gather = engine._gather
+    engine._gather = lambda exact: gathers.append(exact) or gather(exact)
+
+    whole = engine.state()
+    _, pot = engine.accelerations()
+    errors = {}
+    for size, azimuth, distance in (((160, 96), 30.0, 6.0), ((97, 131), -70.0, 3.0)):
+        camera = Camera()
+        camera.fit(whole.pos)
+        camera.orbit(azimuth, 20.0)
+        camera.distance = distance
+        for mode in ("component", "galaxy", "speed", "potential"):
+            values = particle_values(mode, whole.pos, whole.vel, whole.mass, whole.galaxy, pot)
+            lo, hi = float(np.percentile(values, 1)), float(np.percentile(values, 99))
+            look = Look(point_size=4.0)
+            view = light_view(camera, look, size, (mode, mode_code(mode), (lo, hi),
+                                                    colour_lut("viridis")), engine.n)
+            want = splat(view, particle_points(whole.pos, whole.component, values))
+            got = engine.light(view)
+            scale = float(want.max())
+            errors[f"{size}-{mode}"] = [float(np.abs(got - want).max() / scale), scale,
+                                        list(got.shape)]
+    before = len(gathers)
+
+    from galaxyview.render.offscreen import OffscreenRenderer
+
+    frames = []
+    with OffscreenRenderer(160, 96, Look(colour_mode="speed")) as r:
+        r.attach(engine)  # one copy of the state, to frame it
+        at_attach = len(gathers) - before
+        before = len(gathers)
+        for i in range(4):
+            if i:
+                engine.step(1)
+                r.camera.orbit(5.0)
+            frames.append(r.draw())
+            if i == 0:
+                first_frame = len(gathers) - before  # the speed range: once a mode
+        per_frame = len(gathers) - before - first_frame
+        path = r.path
+    print(json.dumps(dict(errors=errors, at_attach=at_attach, first_frame=first_frame,
+                          later_frames=per_frame, path=path,
+                          lit=[float((f.max(axis=2) > 60).mean()) for f in frames])))
+    engine.close()
+finally:
+    stop_serving(comm)
