@@ -159,11 +159,15 @@ def test_acceleration_mac_is_refused_clearly_by_the_compiled_engine():
     pytest.importorskip("numba")
     from galaxyview.engines.cpu_numba.engine import NumbaEngine
 
-    eng = NumbaEngine(Params(eps=0.05, mac="acceleration"))
+    with pytest.raises(EngineError, match="acceleration MAC runs on the reference"):
+        NumbaEngine(Params(eps=0.05, mac="acceleration"))
+    eng = NumbaEngine(Params(eps=0.05))
     eng.load(plummer_sphere(200, np.random.default_rng(0)))
     with pytest.raises(EngineError, match="acceleration MAC runs on the reference"):
-        eng.step(1)
-    assert eng.steps_done == 0
+        eng.set_params(mac="acceleration", theta=0.3)  # refused when set, nothing changed
+    assert eng.params.mac == "bonsai" and eng.params.theta != 0.3
+    eng.step(1)
+    assert eng.steps_done == 1
 
 
 def test_direct_energies_are_free_of_the_tree_error():

@@ -83,8 +83,18 @@ class NumbaEngine(CPUEngine):
 
     def __init__(self, params=None, gravity: str | None = None):
         super().__init__(params, gravity)
+        self._check_mac(self.params.mac)
         if self.gravity == "tree":  # direct gravity (Hermite) runs no compiled phase
             warm_up()
+
+    def set_params(self, *args, mac=None, **kwargs) -> None:
+        self._check_mac(mac)  # before anything changes
+        super().set_params(*args, mac=mac, **kwargs)
+
+    def _check_mac(self, mac) -> None:
+        if mac == "acceleration" and self.gravity == "tree":
+            raise EngineError('the acceleration MAC runs on the reference and GPU engines; '
+                              'use mac = "bonsai" here or --backend reference')
 
     @property
     def device_name(self) -> str:
@@ -102,6 +112,5 @@ class NumbaEngine(CPUEngine):
     def _walk(self, tree: Tree, amac=None):
         p = self.params
         if amac is not None:
-            raise EngineError('the acceleration MAC runs on the reference and GPU engines; '
-                              'use mac = "bonsai" here or --backend reference')
+            self._check_mac("acceleration")
         return walk.tree_forces(tree, p.theta, p.eps, p.G)
