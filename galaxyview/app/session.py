@@ -9,8 +9,7 @@ from PyQt6.QtCore import QObject, pyqtSignal
 from galaxyview.app.worker import StepWorker
 from galaxyview.jobs.accuracy import live_sample
 from galaxyview.render.boxes import engine_boxes
-from galaxyview.render.sources import (EngineLight, HostSource, framing_positions,
-                                       make_source)
+from galaxyview.render.sources import EngineLight, framing_positions, make_source
 
 _retired: list = []  # workers finishing their last step after their session has ended
 
@@ -30,10 +29,7 @@ class Session(QObject):
         self.sim, self.canvas = sim, canvas
         canvas.set_current()
         self.source = make_source(sim.engine, canvas.renderer, canvas.context)
-        # host: the worker copies the state into vertices after each batch (not when the
-        # engine makes the light itself: then the light is asked for at paints, when idle)
-        self.host = isinstance(self.source, HostSource) and not isinstance(self.source,
-                                                                           EngineLight)
+        self.host = self.source.worker_vertices  # the worker copies the state into vertices
         if isinstance(self.source, EngineLight):
             self.source.guard = self.try_engine
         self.worker = w = StepWorker(sim.engine, sim.initial, host_path=self.host)

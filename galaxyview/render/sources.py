@@ -43,6 +43,7 @@ class HostSource:
 
     path = "host upload"
     notice = failure = None  # a drawing problem and its fix, for the HUD and the terminal
+    worker_vertices = True  # the window's worker makes the vertices after each batch
 
     def __init__(self, engine, renderer: ParticleRenderer):
         self.engine, self.renderer = engine, renderer
@@ -96,6 +97,7 @@ class EngineLight(HostSource):
     how engine calls are made (the window: only while its worker is idle)."""
 
     path = "light from the engine's processes"
+    worker_vertices = False  # the light is asked for at paints, when the engine is idle
 
     def __init__(self, engine, renderer: ParticleRenderer):
         super().__init__(engine, renderer)
@@ -161,6 +163,7 @@ class DeviceSource:
     so and how to get interop back."""
 
     path = "CUDA-GL interop"
+    worker_vertices = False  # drawn from the engine's device arrays
 
     def __init__(self, engine, view, renderer: ParticleRenderer, gl_context,
                  stride: int = SHUFFLE_STRIDE):

@@ -204,9 +204,7 @@ class ParallelEngine(Engine):
         cuts = np.linspace(0, state.n, self.comm.size + 1).astype(np.int64)
         parts = []
         for a, b in zip(cuts[:-1], cuts[1:]):
-            part = ParticleState(state.pos[a:b], state.vel[a:b], state.mass[a:b],
-                                 state.component[a:b], state.galaxy[a:b], state.time,
-                                 dict(state.meta), radius=state.radius[a:b])
+            part = state.take(slice(a, b))
             arrays = None if exact is None else (np.asarray(exact.pos[a:b], np.float64),
                                                  np.asarray(exact.vel[a:b], np.float64))
             parts.append((part, np.arange(a, b, dtype=np.int64), arrays))
