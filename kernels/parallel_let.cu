@@ -1,5 +1,5 @@
 // LET export on the device (engines/parallel/let_device.py): the local tree walked level by
-// level against a remote domain's box with let.export's acceptance test (float32, no FMA,
+// level against a remote domain's boxes with let.export's acceptance test (float32, no FMA,
 // the MARGIN), the next frontier compacted by prefix sums (children of opened cells, in
 // order, so the LET keeps the tree's breadth-first order), then the LET's cell rows
 // (let.CELL_WIDTH float32, the link columns as int32 bits) and particles (x y z m) gathered
@@ -111,23 +111,68 @@ extern "C" __global__ void let_begin(int* ctl, int* list, int first)
     list[0] = 0;
 }
 
+// squared distance from c to the box (lo x y z, hi x y z), float32 term by term without FMA
+__device__ __forceinline__ float let_box_d2(const float* __restrict__ box, float x, float y,
+                                            float z)
+{
+    const float dx = fmaxf(fmaxf(__fsub_rn(box[0], x), __fsub_rn(x, box[3])), 0.0f);
+    const float dy = fmaxf(fmaxf(__fsub_rn(box[1], y), __fsub_rn(y, box[4])), 0.0f);
+    const float dz = fmaxf(fmaxf(__fsub_rn(box[2], z), __fsub_rn(z, box[5])), 0.0f);
+    return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+}
+
+// A cell is accepted when its centre of mass is beyond its opening radius from every box of
+// the remote domain (its groups' boxes). The boxes come in chunks (chunk j: boxes
+// first[j]..first[j+1], chunk_box[j] their union): a chunk whose union is far is skipped
+// whole (its boxes are at least as far, also in float32), so the result is that of testing
+// every box.
 extern "C" __global__ void __launch_bounds__(LET_T)
 let_test(int level, const float4* __restrict__ mac, const int* __restrict__ nchild,
-         const int* __restrict__ list, const int* ctl, float lx, float ly, float lz, float hx,
-         float hy, float hz, float margin, int* __restrict__ acc, int* __restrict__ opens)
+         const int* __restrict__ list, const int* ctl, const float* __restrict__ boxes,
+         const int* __restrict__ first, const float* __restrict__ chunk_box, int n_chunks,
+         float margin, int* __restrict__ acc, int* __restrict__ opens)
 {
     const int s = level & 1, start = ctl[2 * s], size = ctl[2 * s + 1];
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < size; i += gridDim.x * blockDim.x) {
         const int c = list[start + i];
         const float4 m = mac[c];
-        const float dx = fmaxf(fmaxf(__fsub_rn(lx, m.x), __fsub_rn(m.x, hx)), 0.0f);
-        const float dy = fmaxf(fmaxf(__fsub_rn(ly, m.y), __fsub_rn(m.y, hy)), 0.0f);
-        const float dz = fmaxf(fmaxf(__fsub_rn(lz, m.z), __fsub_rn(m.z, hz)), 0.0f);
-        const float d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)),
-                                   __fmul_rn(dz, dz));
-        const int a = d2 > __fmul_rn(m.w, margin);
+        const float r2 = __fmul_rn(m.w, margin);
+        bool a = true;
+        for (int j = 0; j < n_chunks && a; j++) {
+            if (let_box_d2(chunk_box + 6 * j, m.x, m.y, m.z) > r2) continue;
+            for (int b = first[j]; b < first[j + 1] && a; b++)
+                a = let_box_d2(boxes + 6 * b, m.x, m.y, m.z) > r2;
+        }
         acc[start + i] = a;
         opens[i] = a ? 0 : nchild[c];
+    }
+}
+
+// the boxes (lo, hi) of the walk's groups (their particles, sorted order): a warp a group
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_group_boxes(const float4* __restrict__ pos, const int* __restrict__ group_begin,
+                const int* __restrict__ group_count, const unsigned long long* status,
+                float* __restrict__ out)
+{
+    const int ngroups = (int)status[ST_GROUPS], lane = threadIdx.x & 31;
+    const int warps = gridDim.x * (blockDim.x >> 5);
+    for (int g = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; g < ngroups; g += warps) {
+        const int b = group_begin[g], n = group_count[g];
+        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        for (int i = lane; i < n; i += 32) {
+            const float4 p = pos[b + i];
+            lo[0] = fminf(lo[0], p.x); lo[1] = fminf(lo[1], p.y); lo[2] = fminf(lo[2], p.z);
+            hi[0] = fmaxf(hi[0], p.x); hi[1] = fmaxf(hi[1], p.y); hi[2] = fmaxf(hi[2], p.z);
+        }
+        for (int a = 0; a < 3; a++)
+            for (int o = 16; o > 0; o >>= 1) {
+                lo[a] = fminf(lo[a], __shfl_xor_sync(FULL_MASK, lo[a], o));
+                hi[a] = fmaxf(hi[a], __shfl_xor_sync(FULL_MASK, hi[a], o));
+            }
+        if (lane < 3) {
+            out[6 * g + lane] = lane == 0 ? lo[0] : lane == 1 ? lo[1] : lo[2];
+            out[6 * g + 3 + lane] = lane == 0 ? hi[0] : lane == 1 ? hi[1] : hi[2];
+        }
     }
 }
 
@@ -204,4 +249,35 @@ extern "C" __global__ void let_end(int* ctl, int* counts, int k, int cap_cells, 
     counts[2 * k + 1] = np;
     ctl[LC_OUT_C] += n;  // what the output needs, also past an overflow
     ctl[LC_OUT_P] += np;
+}
+
+// -- the import: the received LET rows (LET after LET, cells starting at starts[k], their
+// -- particles at starts[K + k]) into the walk's forest layout, as let.device_forest builds it:
+// -- cell 0 an always-opened root whose children are the K LET roots (cells 1..K), the other
+// -- cells of LET k after all the roots; the LETs' particles follow the n_local local ones.
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_forest(const float* __restrict__ rows, int n_rows, const int* __restrict__ starts, int K,
+           int n_local, float4* __restrict__ mac, float4* __restrict__ q0,
+           float4* __restrict__ q1, int2* __restrict__ link)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        mac[0] = make_float4(0.f, 0.f, 0.f, INFINITY);
+        q0[0] = q1[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+        link[0] = make_int2(1, K);
+    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n_rows; i += gridDim.x * blockDim.x) {
+        int k = 0;
+        while (k + 1 < K && starts[k + 1] <= i) k++;
+        const int j = i - starts[k], at = j == 0 ? 1 + k : K + i - k;
+        const float* r = rows + (size_t)LET_ROW * i;
+        mac[at] = make_float4(r[0], r[1], r[2], r[16]);
+        q0[at] = make_float4(__fmul_rn(3.f, r[4]), __fmul_rn(3.f, r[5]), __fmul_rn(3.f, r[6]),
+                             __fmul_rn(3.f, r[7]));
+        q1[at] = make_float4(__fmul_rn(3.f, r[8]), __fmul_rn(3.f, r[9]),
+                             __fmul_rn(0.5f, __fadd_rn(__fadd_rn(r[4], r[5]), r[6])), r[3]);
+        const int kid0 = __float_as_int(r[12]), kids = __float_as_int(r[13]);
+        const int body0 = __float_as_int(r[14]), bodies = __float_as_int(r[15]);
+        link[at] = kids > 0 ? make_int2(K + starts[k] - k + kid0, kids)
+                            : make_int2(bodies > 0 ? n_local + starts[K + k] + body0 : 0, -bodies);
+    }
 }

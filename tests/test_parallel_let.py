@@ -198,3 +198,37 @@ def test_a_gpu_tree_on_the_host_exports_the_same_let():
     assert np.array_equal(cpu_cells[:, keep], gpu_cells[:, keep])
     assert np.array_equal(cpu_particles, gpu_particles)
     assert 1 < len(gpu_cells) < tree.n_cells
+
+
+@pytest.mark.parametrize("n", [1, 10, 1000])
+def test_the_device_export_chunks_hold_their_boxes(n):
+    """let_test skips a chunk whose union is far: every box is in exactly one chunk and
+    inside its union."""
+    from galaxyview.engines.parallel.let_device import chunk_boxes
+
+    rng = np.random.default_rng(n)
+    lo = rng.standard_normal((n, 3)).astype(np.float32)
+    boxes = np.c_[lo, lo + rng.random((n, 3), dtype=np.float32)]
+    first, unions = chunk_boxes(boxes)
+    assert first[0] == 0 and first[-1] == n and np.all(np.diff(first) > 0)
+    assert len(unions) == len(first) - 1 <= int(np.ceil(np.sqrt(n))) + 1
+    for j, (a, b) in enumerate(zip(first[:-1], first[1:])):
+        assert np.all(unions[j, :3] <= boxes[a:b, :3]) and np.all(unions[j, 3:] >= boxes[a:b, 3:])
+        assert np.all(unions[j, :3] == boxes[a:b, :3].min(axis=0))
+
+
+def test_export_against_many_boxes_is_the_export_against_each():
+    """A cell goes as a multipole only when it is far from every box: the LET against
+    several boxes holds what the LET against each holds, and no more than their union box's."""
+    rng = np.random.default_rng(5)
+    pos = rng.standard_normal((5000, 3)).astype(np.float32)
+    tree = build_tree(pos, np.full(5000, 2e-4, np.float32))
+    r2 = let.opening_radii2(tree, 0.6)
+    boxes = np.array([[2, 2, 2, 2.5, 2.5, 2.5], [-3, -3, -3, -2.5, -2.5, -2.5]], np.float32)
+    both = let.export(tree, r2, boxes)
+    union = let.export(tree, r2, np.r_[boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)])
+    each = [let.export(tree, r2, b) for b in boxes]
+    assert len(both[1]) >= max(len(p) for _, p in each) and len(both[1]) < len(union[1])
+    assert len(both[0]) < len(union[0])
+    held = {tuple(r) for r in both[1]}
+    assert all(tuple(r) in held for _, p in each for r in p)

@@ -28,7 +28,7 @@ def _reference(eng, box):
     return let.export(host_tree(cells, eng.params.n_leaf), cells["r_open2"], box, eng.pp_leaf)
 
 
-def _device(eng, boxes, skip):
+def _device(eng, boxes: list, skip):
     """Every box's device LET but boxes[skip]'s, as let.export's (cells, particles), and
     the attempts it took (an output too small is grown)."""
     with eng.activate():
@@ -52,7 +52,8 @@ def _let_mass(cells, parts):
 
 
 def _boxes(pos, rng):
-    """Boxes near, inside, across and far from the particles; an empty one."""
+    """Boxes near, inside, across and far from the particles (far: beyond every opening
+    radius, so the root alone is sent); an empty one."""
     lo, hi = np.percentile(pos, 5, axis=0), np.percentile(pos, 95, axis=0)
     out = [np.r_[lo, hi], np.r_[lo + 2 * (hi - lo), hi + 2 * (hi - lo)],
            np.r_[[0.0, -0.2, -0.2], [0.5, 0.2, 0.2]],
@@ -61,7 +62,21 @@ def _boxes(pos, rng):
     for _ in range(3):
         c = rng.standard_normal(3)
         out.append(np.r_[c - 0.3 * rng.random(3), c + 0.3 * rng.random(3)])
-    return np.array(out, np.float32)
+    return [np.array(b, np.float32).reshape(1, 6) for b in out] + _group_like(pos)
+
+
+def _group_like(pos):
+    """A domain in two pieces (every other particle beyond |x| = 1.5) described by many
+    boxes (its particles binned in cubes of side 0.5, a box each, as groups are compact),
+    and the same domain by its bounding box (which holds the middle too)."""
+    p = pos[np.abs(pos[:, 0]) > 1.5][::2]
+    _, cube = np.unique(np.floor(p / 0.5), axis=0, return_inverse=True)
+    order = np.argsort(cube.reshape(-1), kind="stable")
+    p = p[order]
+    at = np.flatnonzero(np.r_[True, np.diff(cube.reshape(-1)[order]) != 0])
+    boxes = np.c_[np.minimum.reduceat(p, at), np.maximum.reduceat(p, at)].astype(np.float32)
+    whole = np.r_[boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)].astype(np.float32)
+    return [boxes, whole.reshape(1, 6)]
 
 
 @pytest.mark.parametrize("n, theta, pp_leaf", [(3000, 0.5, None), (60_000, 0.75, None),
@@ -86,11 +101,84 @@ def test_device_export_equals_the_reference(n, theta, pp_leaf):
             sizes.append((len(cells), len(parts)))
         assert sizes[4] == (0, 0) and sizes[3] == (1, 0)  # empty; far: the root alone
         assert max(c for c, _ in sizes) > 100  # the near boxes open much of the tree
+        # many boxes: a part of the LET of their bounding box
+        assert sizes[8][0] <= sizes[9][0] and sizes[8][1] < sizes[9][1]
         if n >= 400_000:  # more rows than the first output holds: grown, queued again
             assert tries == 2
         total = float(eng.state().mass.astype(np.float64).sum())
         for r, (cells, parts) in enumerate(got):  # each LET carries all the mass once
             if len(cells):
                 assert _let_mass(cells, parts) == pytest.approx(total, rel=1e-5), r
+    finally:
+        eng.close()
+
+
+def _remote_lets(n, seed, pp_leaf):
+    """LETs of three remote trees (let.export on the CPU): near, overlapping and far boxes,
+    so some carry particles and one the root alone."""
+    from galaxyview.engines.cpu.tree import build_tree
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for shift, box in (((3, 0, 0), [-1, -1, -1, 1, 1, 1]), ((0.5, 0, 0), [-2, -2, -2, 2, 2, 2]),
+                       ((0, 0, 0), [1e4, 1e4, 1e4, 1e4 + 1, 1e4 + 1, 1e4 + 1])):
+        st = plummer_sphere(n, rng)
+        tree = build_tree((st.pos + shift).astype(np.float32), st.mass.astype(np.float32))
+        out.append(let.export(tree, let.opening_radii2(tree, 0.6), np.array(box, np.float32),
+                              pp_leaf))
+    assert len(out[2][0]) == 1 and len(out[2][1]) == 0 and len(out[0][1]) > 0
+    return out
+
+
+@pytest.mark.parametrize("n_local, n_remote", [(5000, 3000), (100_000, 300_000)])
+def test_device_forest_equals_the_reference(n_local, n_remote):
+    """let_forest (the received rows uploaded as they are, laid out on the device) builds
+    the forest let.device_forest builds: every cell's MAC, quadrupole and links, and the
+    particles behind the local ones, bit for bit."""
+    eng = _engine(n_local, 0.75, 3)
+    try:
+        lets = _remote_lets(n_remote, n_local, eng.pp_leaf)
+        cells = np.concatenate([c for c, _ in lets])
+        parts = np.concatenate([p for _, p in lets])
+        with eng.activate():
+            eng._recv = {"cells": cells, "parts": parts}
+            eng._upload_forest(lets)
+            eng._sync()
+            p, n = eng.buf.ptr, eng._n
+            ref = let.device_forest(lets, n)
+            c = len(ref[0])
+            for name, want in zip(("let_mac", "let_q0", "let_q1"), ref[:3]):
+                got = eng._download(p(name), np.float32, 4 * c).reshape(c, 4)
+                assert np.array_equal(got.view(np.int32), want.view(np.int32)), name
+            link = eng._download(p("let_link"), np.int32, 2 * c).reshape(c, 2)
+            assert np.array_equal(link, ref[3])
+            pos = eng._download(p("let_pos"), np.float32, 4 * (n + len(parts))).reshape(-1, 4)
+            local, _ = eng.buf.set_ptrs(eng._cur)
+            assert np.array_equal(pos[:n], eng._download(local, np.float32, 4 * n).reshape(-1, 4))
+            assert np.array_equal(pos[n:], ref[4])
+        assert c == 1 + len(cells) and (ref[3][1:, 1] < 0).any()  # leaves with particles
+    finally:
+        eng.close()
+
+
+@pytest.mark.parametrize("n", [5000, 300_000])
+def test_group_boxes_are_the_walks_groups(n):
+    """let_group_boxes: the boxes the domain is described by are its groups' (their
+    particles' min and max), as the walk sees them."""
+    from galaxyview.engines.gpu.constants import ST_GROUPS
+
+    eng = _engine(n, 0.75, n + 1)
+    try:
+        with eng.activate():
+            got = eng._domain_boxes(eng._events)
+            b = eng.buf
+            n_groups = int(eng._download(b.ptr("status"), np.uint64, 8)[ST_GROUPS])
+            begin = eng._download(b.ptr("group_begin"), np.int32, n_groups)
+            count = eng._download(b.ptr("group_count"), np.int32, n_groups)
+            pos, _ = b.set_ptrs(eng._cur)
+            pos = eng._download(pos, np.float32, 4 * eng._n).reshape(-1, 4)[:, :3]
+        assert n_groups > n // 100 and count.sum() == n
+        want = np.c_[np.minimum.reduceat(pos, begin), np.maximum.reduceat(pos, begin)]
+        assert np.array_equal(got, want)
     finally:
         eng.close()

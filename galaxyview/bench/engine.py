@@ -28,6 +28,7 @@ class BenchRow:
     particles_per_s: float
     device_bytes_per_particle: float | None = None
     bonsai: dict | None = field(default=None)
+    figures: dict = field(default_factory=dict)  # StepStats.figures, medians
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -40,14 +41,15 @@ def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 
     engine, _ = create_engine(backend, Params(theta=theta, dt=dt, eps=eps), device=device)
     try:
         engine.load(state)
-        phases, pp_m, pc_m = step_medians(engine, steps, warmup)
+        figures: dict = {}
+        phases, pp_m, pc_m = step_medians(engine, steps, warmup, figures)
         step = float(sum(phases.values()))
         build = phases["keys_sort"] + phases["build"] + phases["multipoles"]
         tflops = walk_tflops(pp_m, pc_m, n, phases["walk"])
         mem = engine.device_memory_bytes()
         row = BenchRow(n, theta, phases, step, build, pp_m, pc_m, tflops,
                        n / (step / 1e3) if step > 0 else 0.0,
-                       mem / n if mem is not None else None)
+                       mem / n if mem is not None else None, figures=figures)
         if engine.on_gpu:
             row.bonsai = bonsai_ratios(n, theta, phases["walk"], build, step)
         return row, engine.device_name

@@ -29,18 +29,20 @@ def bonsai_ratios(n: int, theta: float, walk_ms: float, build_ms: float,
             "build_ratio": build_ms / build, "step_ratio": step_ms / step}
 
 
-def step_medians(engine, steps: int, warmup: int) -> tuple[dict, float, float]:
+def step_medians(engine, steps: int, warmup: int,
+                 figures: dict | None = None) -> tuple[dict, float, float]:
     """Step `engine` warmup + steps times; medians over the timed steps of each phase's ms
     (engines.base.PHASES, then any further phases the engine reports: the parallel engine's
     decomposition, exchange and LET phases) and of the p-p and p-c interactions per
-    particle."""
+    particle. figures (a dict): filled with the medians of the engine's other figures
+    (StepStats.figures: the parallel engine's LET sizes and phase parts)."""
     import numpy as np
 
     from galaxyview.engines.base import PHASES
 
     engine.step(warmup)
     samples = {p: [] for p in PHASES}
-    pp, pc = [], []
+    pp, pc, others = [], [], {}
     for _ in range(steps):
         engine.step(1)
         for p in PHASES:
@@ -48,9 +50,13 @@ def step_medians(engine, steps: int, warmup: int) -> tuple[dict, float, float]:
         for p, ms in engine.stats.timings_ms.items():
             if p not in PHASES:
                 samples.setdefault(p, []).append(ms)
+        for k, v in engine.stats.figures.items():
+            others.setdefault(k, []).append(v)
         pp.append(engine.stats.pp_per_particle)
         pc.append(engine.stats.pc_per_particle)
     phases = {p: float(np.median(v)) for p, v in samples.items()}
+    if figures is not None:
+        figures.update({k: float(np.median(v)) for k, v in others.items()})
     return phases, float(np.median(pp)), float(np.median(pc))
 
 

@@ -85,9 +85,10 @@ def cmd_bench(args) -> int:
               f"{ph['multipoles']:7.2f} {ph['walk']:8.2f} {ph['integrate']:7.2f} {r.step_ms:8.2f} "
               f"{r.pp_per_particle:6.0f} {r.pc_per_particle:6.0f} {r.walk_tflops:7.3f} "
               f"{r.particles_per_s / 1e6:8.2f} {vs:>10}")
-        more = {k: v for k, v in ph.items() if k not in PHASES}
+        more = {k: v for k, v in ph.items() if k not in PHASES} | r.figures
         if more:  # the parallel engine's phases (slowest process of each)
-            print(" " * 16 + "  ".join(f"{k} {v:.2f}" for k, v in more.items()))
+            print(" " * 16 + "  ".join(f"{k} {v:.0f}" if abs(v) >= 100 else f"{k} {v:.2f}"
+                                       for k, v in more.items()))
     return 0
 
 

@@ -34,7 +34,8 @@ class StepStats:
     last force evaluation in total (0 for direct summation's pc); collisions: pairs the
     collision module resolved in the last step (its time is timings_ms["collide"]); deferred:
     touching pairs it left for the next step (its rounds ran out: the time step is too long
-    for the collisions).
+    for the collisions); figures: other numbers of the last step, not added into it (the
+    parallel engine's LET sizes and the parts of its LET phases).
     """
 
     timings_ms: dict = field(default_factory=dict)
@@ -43,6 +44,7 @@ class StepStats:
     n: int = 0
     collisions: int = 0
     deferred: int = 0
+    figures: dict = field(default_factory=dict)
 
     @property
     def pp_per_particle(self) -> float:

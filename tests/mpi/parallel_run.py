@@ -29,7 +29,8 @@ try:
     np.savez(out, acc=acc, pot=pot, e0=[e0.kinetic, e0.potential], e1=[e1.kinetic, e1.potential],
              pos=state.pos, vel=state.vel, acc1=acc1, time=engine.time, steps=engine.steps_done,
              ms=[engine.stats.timings_ms.get(k, -1) for k in
-                 ("decompose", "exchange", "let_build", "walk", "let_comm", "let_walk")],
+                 ("decompose", "exchange", "let_build", "walk", "let_comm", "let_walk",
+                  "integrate")],
              counts=[len(a) for a in [engine.rank_ms]])
     engine.close()
 finally:

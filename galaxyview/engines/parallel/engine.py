@@ -269,7 +269,13 @@ class ParallelEngine(Engine):
         for k in PHASES:
             ms[k] = max(r[k] for r in self.rank_ms)
         ms["walk"] = ms.pop("local_walk")
-        self.stats = StepStats(ms, sum(s.pp for s in stats), sum(s.pc for s in stats), self._n)
+        figures = {}  # a GPU rank's parts of the LET phases and the LET sizes (the largest)
+        for r in self.rank_ms:
+            for k in r:
+                if k not in PHASES:
+                    figures[k] = max(q.get(k, 0.0) for q in self.rank_ms)
+        self.stats = StepStats(ms, sum(s.pp for s in stats), sum(s.pc for s in stats), self._n,
+                               figures=figures)
 
     def set_params(self, theta=None, dt=None, eps=None, eta=None, mac=None,
                    alpha=None) -> None:

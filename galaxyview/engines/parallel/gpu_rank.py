@@ -2,16 +2,16 @@
 
 Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree, groups,
 multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
-domain boxes, from the key sort's bounding box, are exchanged and the LET export against
-every other domain is queued on the device (let_device.py); its compact output is copied to
+domains' boxes (their groups') are exchanged and the LET export against every other domain
+is queued on the device (let_device.py); its compact output is copied to
 pinned host memory on a side stream while the device walks the local tree, and a host thread
 exchanges the LETs over MPI (through host memory: the MPI need not be CUDA-aware). The
-imported LETs, one forest under an always-opened root (let.device_forest), go to the device
-behind a copy of the local sorted positions; the engine's own walk kernel walks them with the
-local groups into a second buffer, which `let_add` adds to the local forces. When the tree
+imported LETs, received into pinned memory, go to the device as they are (the particles
+behind a copy of the local sorted positions) and `let_forest` lays them out as one forest under
+an always-opened root (as let.device_forest does); the engine's own walk kernel walks it with
+the local groups into a second buffer, which `let_add` adds to the local forces. When the tree
 outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
-running beside it. The
-decomposition (every particle through the host) runs every REBALANCE_EVERY steps
+running beside it. The decomposition (every particle through the host) runs every REBALANCE_EVERY steps
 (GALAXYVIEW_REBALANCE_EVERY); in between particles stay on their GPU, and the LETs, built
 from the current domain boxes, stay exact.
 """
@@ -26,7 +26,7 @@ import numpy as np
 from galaxyview.cuda.compile import read_kernel
 from galaxyview.engines.cpu.cells import Tree
 from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, ST_FLAGS,
-                                              ST_PC, ST_PP, ST_WALK_NEXT)
+                                              ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import let, let_device
 from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
@@ -54,6 +54,16 @@ def rebalance_every() -> int:
     return int(text)
 
 
+def let_boxes() -> str:
+    """What describes a domain to the LET export (GALAXYVIEW_LET_BOXES): "groups" (the boxes
+    of its walk's groups, the default) or "domain" (its bounding box alone: fewer tests, a
+    larger LET)."""
+    text = os.environ.get("GALAXYVIEW_LET_BOXES", "groups")
+    if text not in ("groups", "domain"):
+        raise EngineError(f"GALAXYVIEW_LET_BOXES={text!r}: give groups or domain")
+    return text
+
+
 def host_tree(cells: dict, n_leaf: int) -> Tree:
     """The device tree's cells (in gpu/inspect.download_tree's terms) as a Tree for
     let.export: what the export reads (particles, links, multipoles), the rest left empty."""
@@ -75,12 +85,16 @@ class GPURank(RankMixin, GPUEngine):
     def __init__(self, params=None, gravity=None, device: int = 0):
         super().__init__(params, gravity, device)
         self.every = rebalance_every()
+        self.let_boxes = let_boxes()
         self._since = 0
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
+        self._in_span, self._sent_bytes, self._recv = False, 0, {}
         self._staging: dict = {}  # pinned host buffers
         with self.activate():
             self._side_stream = self._cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
-            self._let_ev = (self._cuda.Event(), self._cuda.Event())  # around the export
+            # the multipoles' end, the export's start and end; the LET import's upload,
+            # forest and walk
+            self._let_ev = tuple(self._cuda.Event() for _ in range(7))  # 6: group boxes
             self._export = let_device.DeviceExport(self)
 
     # -- the domain ------------------------------------------------------------------------
@@ -134,20 +148,51 @@ class GPURank(RankMixin, GPUEngine):
 
     # -- forces ------------------------------------------------------------------------------
     def _before_walk(self, ev) -> None:
-        """(run_force, after the multipoles; first attempts only) The domain boxes, from the
-        bounding-box kernel's partial results of the key sort (copied on the side stream
-        while the tree is built), exchanged; then the LET export queued before the walk."""
+        """(run_force, after the multipoles; first attempts only) The domain's boxes: the
+        boxes of the walk's groups (let_group_boxes, copied on the side stream), or where the
+        build overflowed (its groups are not valid) the domain's bounding box, from the
+        bounding-box kernel's partial results of the key sort; exchanged; then the LET
+        export queued before the walk."""
         if ev is None or self._alone() or self._boxes is not None:
             return
-        side = self._side_stream
-        part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
-        side.wait_for_event(ev[2])
-        self._cuda.memcpy_dtoh_async(part, self.buf.ptr("bbox"), side)
-        side.synchronize()
-        part = part.reshape(-1, 6)
-        box = np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)]
-        self._boxes = self.comm.allgather(box, "the domain boxes").astype(np.float32)
+        self._let_ev[0].record()  # the multipoles end here; the LET phase starts
+        self._boxes = self._share_boxes(self._domain_boxes(ev))
         self._queue_export(self.comm.rank)
+        self._in_span = True  # events 0..2 recorded; run_force records its 4 next
+
+    def _domain_boxes(self, ev) -> np.ndarray:
+        """(B, 6) float32 lo, hi: the boxes of the groups of the tree just built (their
+        particles), or where the build overflowed the domain's bounding box."""
+        cuda, b, side = self._cuda, self.buf, self._side_stream
+        p = b.ptr
+        b._alloc("let_gboxes", 24 * b.group_cap)
+        npos, _ = b.set_ptrs(self._cur)
+        self.kernels.launch("let_group_boxes", (self._grid(), 1, 1), (256, 1, 1), npos,
+                            p("group_begin"), p("group_count"), p("status"), p("let_gboxes"))
+        self._let_ev[6].record()
+        part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
+        status = self._pinned("status", 8, np.uint64)
+        groups = self._pinned("gboxes", 6 * b.group_cap, np.float32)
+        side.wait_for_event(ev[2])
+        cuda.memcpy_dtoh_async(part, p("bbox"), side)
+        side.wait_for_event(self._let_ev[6])
+        cuda.memcpy_dtoh_async(status, p("status"), side)
+        cuda.memcpy_dtoh_async(groups, p("let_gboxes"), side)
+        side.synchronize()
+        n_groups = int(status[ST_GROUPS])
+        if (self.let_boxes == "domain" or int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS)
+                or n_groups > b.group_cap):
+            part = part.reshape(-1, 6)
+            return np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)].reshape(1, 6)
+        return groups[:6 * n_groups].reshape(-1, 6).copy()
+
+    def _own_boxes(self) -> np.ndarray:
+        return self._boxes[self.comm.rank] if self._boxes else np.zeros((0, 6))
+
+    def _share_boxes(self, mine: np.ndarray) -> list:
+        """Collective: every rank's boxes ((B_r, 6) float32), from this rank's."""
+        comm = self.comm
+        return comm.alltoallv([mine.astype(np.float32)] * comm.size, "the domain boxes")
 
     def _alone(self) -> bool:
         """No other rank (one process, or not attached: the engine on its own)."""
@@ -155,9 +200,9 @@ class GPURank(RankMixin, GPUEngine):
 
     def _queue_export(self, skip: int) -> None:
         """The export against every box of self._boxes but boxes[skip], between two events."""
-        self._let_ev[0].record()
-        self._export.queue(self._boxes, skip)
         self._let_ev[1].record()
+        self._export.queue(self._boxes, skip)
+        self._let_ev[2].record()
 
     def _force(self, ev, active=None, refit=False) -> None:
         """The local phases with the LET export before the walk (queued, not waited for);
@@ -181,7 +226,7 @@ class GPURank(RankMixin, GPUEngine):
         particles, rows per rank) in pinned host memory, or None when the tree build or the
         export's output overflowed (both grown)."""
         side, b = self._side_stream, self.buf
-        side.wait_for_event(self._let_ev[1])
+        side.wait_for_event(self._let_ev[2])
         status = self._pinned("status", 8, np.uint64)
         self._cuda.memcpy_dtoh_async(status, b.ptr("status"), side)
         counts = self._export.counts(side)
@@ -198,6 +243,13 @@ class GPURank(RankMixin, GPUEngine):
             buf = self._staging[name] = self._cuda.pagelocked_empty(max(count, 1), dtype)
         return buf[:count]
 
+    def _recv_rows(self, name: str, rows: int, width: int) -> np.ndarray:
+        """Pinned (rows, width) float32 that the LETs are received into (uploaded as they
+        are); self._recv[name] is the whole of it."""
+        out = self._pinned("recv_" + name, rows * width, np.float32).reshape(rows, width)
+        self._recv[name] = out
+        return out
+
     def _exchange_in_thread(self, staged) -> None:
         try:
             self._lets = self._exchange(staged)
@@ -212,8 +264,12 @@ class GPURank(RankMixin, GPUEngine):
         if staged is None:
             staged = (*let.empty(), np.zeros((comm.size, 2), np.int64))
         cells, parts, per_rank = staged
-        got_cells = comm.alltoallv_rows(cells, per_rank[:, 0], "the LET exchange")
-        got_parts = comm.alltoallv_rows(parts, per_rank[:, 1], "the LET exchange")
+        self._sent_bytes = cells.nbytes + parts.nbytes
+        got_cells = comm.alltoallv_rows(cells, per_rank[:, 0], "the LET exchange",
+                                        lambda n: self._recv_rows("cells", n, let.CELL_WIDTH))
+        got_parts = comm.alltoallv_rows(parts, per_rank[:, 1], "the LET exchange",
+                                        lambda n: self._recv_rows("parts", n,
+                                                                  let.PARTICLE_WIDTH))
         return [(c, p) for r, (c, p) in enumerate(zip(got_cells, got_parts))
                 if r != comm.rank and len(c)]
 
@@ -223,8 +279,7 @@ class GPURank(RankMixin, GPUEngine):
         if error is not None:
             return None
         if self._boxes is None:  # no first attempt reached the walk
-            self._boxes = self.comm.allgather(let.domain_box(np.zeros((0, 3))),
-                                              "the domain boxes").astype(np.float32)
+            self._boxes = self._share_boxes(np.zeros((0, 6), np.float32))
         t0 = perf_counter()
         with self.activate():
             for _ in range(3):
@@ -245,63 +300,67 @@ class GPURank(RankMixin, GPUEngine):
         if self._alone():
             return super()._evaluate()
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
+        self._in_span = False
         error = None
         try:
             super()._evaluate()  # the export before the walk, the exchange beside it
         except EngineError as exc:
             error = exc
-        export_ms = 0.0
+        t = self.stats.timings_ms
+        # the boxes and the export, queued between the multipoles and the walk (events 0 and
+        # the engine's 4): GPU time inside the multipoles' span, moved to let_build
+        before = self._events[4].time_since(self._let_ev[0]) if self._in_span else 0.0
+        t["multipoles"] = max(0.0, t.get("multipoles", 0.0) - before)
+        fetch_ms = self._fetch_ms  # beside the local walk (not on the step's path)
         t0 = perf_counter()
         if self._thread is not None:
-            export_ms = self._let_ev[1].time_since(self._let_ev[0])
             self._thread.join()
             self._thread = None
             lets = self._lets
             if isinstance(lets, BaseException):
                 raise lets
-        else:  # a rebuilt tree, or a failed evaluation
+            after = 0.0
+        else:  # a rebuilt tree, or a failed evaluation: the export follows the walk
             staged = None
             try:
                 staged = self._export_after_walk(error)
             except EngineError as exc:
                 error = error or exc
+            after = self._fetch_ms if staged is not None else 0.0
             lets = self._exchange(staged)
-            export_ms = self._let_ev[1].time_since(self._let_ev[0]) if staged else 0.0
         t1 = perf_counter()
         self.agree(error, "the local force evaluation")
-        walk_error = None
+        walk_error, walk_ms = None, {}
         try:
             if lets:
-                self._walk_forest(lets)
+                walk_ms = self._walk_forest(lets)
         except EngineError as exc:
             walk_error = exc
         self.agree(walk_error, "the LET walk")
-        t = self.stats.timings_ms  # the export ran between the multipoles and the walk
-        t["multipoles"] = max(0.0, t.get("multipoles", 0.0) - export_ms)
-        self.parallel_ms.update(local_walk=t.get("walk", 0.0),
-                                let_build=export_ms + self._fetch_ms,
-                                let_comm=1e3 * (t1 - t0),
-                                let_walk=1e3 * (perf_counter() - t1))
+        got_c, got_p = sum(len(c) for c, _ in lets or ()), sum(len(p) for _, p in lets or ())
+        self.parallel_ms.update(
+            local_walk=t.get("walk", 0.0), let_build=before + after,
+            let_comm=1e3 * (t1 - t0) - after, let_walk=1e3 * (perf_counter() - t1),
+            let_export=self._let_ev[2].time_since(self._let_ev[1]) if self._in_span else 0.0,
+            let_fetch=fetch_ms if after == 0.0 else 0.0,
+            let_forest=walk_ms.get("forest", 0.0), let_upload=walk_ms.get("upload", 0.0),
+            let_walk_gpu=walk_ms.get("kernel", 0.0),
+            let_cells_in=float(got_c), let_particles_in=float(got_p),
+            let_sent_mib=self._sent_bytes / 2**20,
+            let_boxes_in=float(sum(len(q) for q in self._boxes or ()) - len(self._own_boxes())),
+            let_recv_mib=(4 * let.CELL_WIDTH * got_c + 4 * let.PARTICLE_WIDTH * got_p) / 2**20)
         self.cost = (self.stats.pp + self.stats.pc) / max(self._n, 1)
 
-    def _walk_forest(self, lets: list) -> None:
+    def _walk_forest(self, lets: list) -> dict:
         """The imported LETs walked by the local groups on the device; their accelerations
-        and potentials added to the local ones (buffer 'acc', sorted order)."""
-        mac, q0, q1, link, pos4 = let.device_forest(lets, self._n)
-        cuda, b, n = self._cuda, self.buf, self._n
+        and potentials added to the local ones (buffer 'acc', sorted order). Returns the ms
+        of its parts on the device (events): upload, forest, kernel (walk, let_add)."""
+        b, n, ev = self.buf, self._n, self._let_ev
         p, status = b.ptr, self.buf.ptr("status")
         with self.activate():
-            b._alloc("let_pos", 16 * (n + len(pos4)))
-            for name, rows in (("let_mac", mac), ("let_q0", q0), ("let_q1", q1),
-                               ("let_link", link)):
-                b._alloc(name, rows.nbytes)
-                cuda.memcpy_htod(p(name), np.ascontiguousarray(rows))
-            b._alloc("let_acc", 16 * n)
-            pos, _ = b.set_ptrs(self._cur)  # the local particles in the tree's order
-            cuda.memcpy_dtod(p("let_pos"), pos, 16 * n)
-            if len(pos4):
-                cuda.memcpy_htod(p("let_pos") + 16 * n, np.ascontiguousarray(pos4))
-            cuda.memset_d32(status + 8 * ST_WALK_NEXT, 0, 2)  # the walk's group counter
+            self._upload_forest(lets)
+            self._cuda.memset_d32_async(status + 8 * ST_WALK_NEXT, 0, 2)  # the group counter
+            ev[5].record()
             eps2, G = float(self.params.eps) ** 2, float(self.params.G)
             self.kernels.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1),
                                 p("let_pos"), p("let_mac"), p("let_q0"), p("let_q1"),
@@ -315,6 +374,45 @@ class GPURank(RankMixin, GPUEngine):
                               f"{self.params.theta:g}: use a larger theta")
         self.stats.pp = int(self._host_status[ST_PP])  # local and LET interactions
         self.stats.pc = int(self._host_status[ST_PC])
+        return {"upload": ev[4].time_since(ev[3]), "forest": ev[5].time_since(ev[4]),
+                "kernel": self._events[7].time_since(ev[5])}
+
+    def _upload_forest(self, lets: list) -> None:
+        """Queue the forest of the received LETs (self._recv: pinned, LET after LET; `lets`
+        their (cells, particles) per rank) on the device: the rows go up as they are, the
+        particles behind a copy of the local sorted positions ('let_pos'), and let_forest
+        lays the cells out as let.device_forest does ('let_mac', 'let_q0', 'let_q1',
+        'let_link'). Events 3, 4 of _let_ev around the upload."""
+        cuda, b, n = self._cuda, self.buf, self._n
+        p = b.ptr
+        cells, parts = self._recv["cells"], self._recv["parts"]
+        sizes = np.array([[len(c), len(q)] for c, q in lets], np.int64).reshape(-1, 2)
+        starts = np.r_[np.cumsum(sizes[:, 0]) - sizes[:, 0],
+                       np.cumsum(sizes[:, 1]) - sizes[:, 1]].astype(np.int32)
+        n_cells = 1 + len(cells)
+        for name, width in (("let_mac", 16), ("let_q0", 16), ("let_q1", 16), ("let_link", 8)):
+            b._alloc(name, width * n_cells)
+        b._alloc("let_rows", cells.nbytes)
+        b._alloc("let_starts", starts.nbytes)
+        b._alloc("let_pos", 16 * (n + len(parts)))
+        b._alloc("let_acc", 16 * n)
+        self._let_ev[3].record()
+        if len(cells):
+            cuda.memcpy_htod_async(p("let_rows"), cells)
+        cuda.memcpy_htod_async(p("let_starts"), self._pinned_copy("starts", starts))
+        pos, _ = b.set_ptrs(self._cur)  # the local particles in the tree's order
+        cuda.memcpy_dtod_async(p("let_pos"), pos, 16 * n)
+        if len(parts):
+            cuda.memcpy_htod_async(p("let_pos") + 16 * n, parts)
+        self._let_ev[4].record()
+        self.kernels.launch("let_forest", (self._grid(max(len(cells), 1)), 1, 1), (256, 1, 1),
+                            p("let_rows"), len(cells), p("let_starts"), len(lets), n,
+                            p("let_mac"), p("let_q0"), p("let_q1"), p("let_link"))
+
+    def _pinned_copy(self, name: str, values: np.ndarray) -> np.ndarray:
+        out = self._pinned(name, values.size, values.dtype)
+        out[:] = values.reshape(-1)
+        return out
 
 
 def make_gpu_rank(params, gravity, comm, device: int) -> GPURank:

@@ -53,23 +53,36 @@ def opening_radii2(tree: Tree, theta: float) -> np.ndarray:
     return ropen * ropen
 
 
+def box_d2(c: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """(F,) float32: the squared distance from each point c (F, 3) to the nearest of `boxes`
+    (B, 6) lo, hi, float32 term by term without fused multiply-adds (as the device's)."""
+    d2 = np.full(len(c), np.inf, np.float32)
+    for k in range(0, len(boxes), 64):  # a block of boxes at a time
+        lo, hi = boxes[k:k + 64, None, :3], boxes[k:k + 64, None, 3:]
+        dv = np.maximum(np.maximum(lo - c, c - hi), np.float32(0))
+        d2 = np.minimum(d2, (dv[..., 0] * dv[..., 0] + dv[..., 1] * dv[..., 1]
+                             + dv[..., 2] * dv[..., 2]).min(axis=0))
+    return d2
+
+
 def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
     """(cells (C, CELL_WIDTH), particles (P, 4)) float32: the LET of `tree` (its cells'
-    squared opening radii `r_open2`) for a domain of bounding box `box` (6,): lo, hi. An
-    empty domain needs nothing. pp_leaf: leaves of at most this many particles go with their
-    particles even when accepted (the GPU walk takes their pairs rather than the multipole).
-    The test is float32 without fused multiply-adds, term by term as the device's."""
-    if not np.all(box[:3] <= box[3:]):
+    squared opening radii `r_open2`) for a domain covered by `box`: (6,) lo, hi, or (B, 6)
+    boxes (e.g. its groups'): a cell is accepted when it is far from every box. An empty
+    domain (no box, or inverted ones) needs nothing. pp_leaf: leaves of at most this many
+    particles go with their particles even when accepted (the GPU walk takes their pairs
+    rather than the multipole). The test is float32 without fused multiply-adds, term by term
+    as the device's."""
+    boxes = np.asarray(box, np.float32).reshape(-1, 6)
+    boxes = boxes[np.all(boxes[:, :3] <= boxes[:, 3:], axis=1)]
+    if not len(boxes):
         return empty()
     com = tree.com
     ropen2 = r_open2.astype(np.float32) * np.float32(MARGIN)
-    lo, hi = box[:3].astype(np.float32), box[3:].astype(np.float32)
     frontier = np.zeros(1, np.int64)
     sent, accepted = [], []
     while len(frontier):
-        c = com[frontier]
-        dv = np.maximum(np.maximum(lo - c, c - hi), np.float32(0))
-        acc = dv[:, 0] * dv[:, 0] + dv[:, 1] * dv[:, 1] + dv[:, 2] * dv[:, 2] > ropen2[frontier]
+        acc = box_d2(com[frontier], boxes) > ropen2[frontier]
         sent.append(frontier)
         accepted.append(acc)
         opened = frontier[~acc & (tree.child_count[frontier] > 0)]

@@ -1,12 +1,14 @@
 """The LET export on the device (kernels/parallel_let.cu): let.export's walk, rows and
-particles for every remote box, queued on the engine's stream after the multipoles; one
-device-to-host copy of the compact result (pinned) on a side stream.
+particles for every remote domain (described by boxes: its groups'), queued on the engine's
+stream after the multipoles; one device-to-host copy of the compact result (pinned) on a side
+stream.
 
-Per remote box: one launch to start, then per tree level the acceptance test, an exclusive
+Per remote domain: one launch to start, then per tree level the acceptance test (against
+every box of the domain, in chunks: chunk_boxes), an exclusive
 scan of the opened cells' children (three launches: block sums, their scan, the apply) and the
 expansion into the next frontier; then the particles per cell (a scan) and the gather of the
 rows. No host synchronisation inside: the frontier sizes stay on the device. The output holds
-the LETs of all remote boxes one after the other (rank order), so it is the send buffer of the
+the LETs of all remote domains one after the other (rank order), so it is the send buffer of the
 LET exchange as it is. When the output is too small (let_end flags it), it is grown to what was
 needed and the export must be queued again.
 """
@@ -37,12 +39,16 @@ class DeviceExport:
     def _blocks(self) -> int:
         return min(1024, 2 * self.eng._n_sm)
 
-    def queue(self, boxes: np.ndarray, skip: int) -> None:
-        """Queue the export against boxes[r] (lo, hi) for every r but `skip` and the empty
-        boxes, on the engine's stream, into the output buffers."""
+    def queue(self, boxes: list, skip: int) -> None:
+        """Queue the export against the boxes of every rank r but `skip` (boxes[r]: (B, 6)
+        lo, hi, e.g. its groups'; a rank without a box needs no LET), on the engine's stream,
+        into the output buffers."""
         eng = self.eng
         b, k = eng.buf, eng.kernels
         p = b.ptr
+        boxes = [_valid(q) for q in boxes]
+        self._queued = [r for r in range(len(boxes)) if r != skip and len(boxes[r])]
+        where = self._upload_boxes([boxes[r] for r in self._queued])
         b._alloc("let_ctl", 4 * CTL_WORDS)
         b._alloc("let_counts", 8 * len(boxes))
         b._alloc("let_sums", 4 * 1024)
@@ -55,15 +61,12 @@ class DeviceExport:
         grid = (blocks, 1, 1)
         npos, _ = b.set_ptrs(eng._cur)
         margin = float(np.float32(MARGIN))
-        self._queued = [r for r in range(len(boxes))
-                        if r != skip and np.all(boxes[r, :3] <= boxes[r, 3:])]
-        for j, r in enumerate(self._queued):
-            lo, hi = [float(v) for v in boxes[r, :3]], [float(v) for v in boxes[r, 3:]]
+        for j, (box_at, first_at, chunk_at, n_chunks) in enumerate(where):
             k.launch("let_begin", (1, 1, 1), (1, 1, 1), ctl, list_, int(j == 0))
             for lev in range(MAX_LEVEL + 1):
                 s = lev & 1
                 k.launch("let_test", grid, T, lev, p("cell_mac"), p("nchild"), list_, ctl,
-                         *lo, *hi, margin, acc, opens)
+                         box_at, first_at, chunk_at, n_chunks, margin, acc, opens)
                 self._scan(opens, ctl + 4 * (2 * s + 1), offs, ctl + 4 * 9, sums, blocks)
                 k.launch("let_expand", grid, T, lev, p("child"), list_, ctl, b.cell_cap, opens,
                          offs, kid0)
@@ -76,6 +79,32 @@ class DeviceExport:
                      p("let_out_cells"), p("let_out_parts"), self.cap_cells, self.cap_parts)
             k.launch("let_end", (1, 1, 1), (1, 1, 1), ctl, counts, j, self.cap_cells,
                      self.cap_parts)
+
+    def _upload_boxes(self, per_rank: list) -> list:
+        """Queue the upload of the queued ranks' boxes in chunks (chunk_boxes); per rank the
+        device addresses of its boxes, chunk starts and chunk boxes, and its chunk count."""
+        eng, b = self.eng, self.eng.buf
+        parts = [chunk_boxes(q) for q in per_rank]
+        n_boxes = sum(len(q) for q in per_rank)
+        n_chunks = sum(len(c) for _, c in parts)
+        # one pinned float32 buffer: boxes, chunk boxes, then the chunk starts (int32 bits)
+        size = 6 * n_boxes + 6 * n_chunks + n_chunks + len(parts)
+        host = self._host("boxes", size)
+        b._alloc("let_boxes", 4 * size)
+        base = b.ptr("let_boxes")
+        at_box, at_chunk, at_first = 0, 6 * n_boxes, 6 * (n_boxes + n_chunks)
+        where = []
+        for q, (first, chunk) in zip(per_rank, parts):
+            host[at_box:at_box + q.size] = q.reshape(-1)
+            host[at_chunk:at_chunk + chunk.size] = chunk.reshape(-1)
+            host[at_first:at_first + len(first)].view(np.int32)[:] = first
+            where.append((base + 4 * at_box, base + 4 * at_first, base + 4 * at_chunk,
+                          len(chunk)))
+            at_box, at_chunk, at_first = (at_box + q.size, at_chunk + chunk.size,
+                                          at_first + len(first))
+        if size:
+            eng._cuda.memcpy_htod_async(base, host)
+        return where
 
     def _scan(self, vals, n_ptr, out, total_ptr, sums, blocks) -> None:
         k = self.eng.kernels
@@ -136,3 +165,21 @@ class DeviceExport:
             buf = self._pinned[name] = self.eng._cuda.pagelocked_empty(max(count, 1),
                                                                       np.float32)
         return buf[:count]
+
+
+def _valid(boxes) -> np.ndarray:
+    """(B, 6) float32 boxes without the empty (inverted) ones."""
+    q = np.asarray(boxes, np.float32).reshape(-1, 6)
+    return np.ascontiguousarray(q[np.all(q[:, :3] <= q[:, 3:], axis=1)])
+
+
+def chunk_boxes(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Consecutive boxes (B, 6) in about sqrt(B) chunks for let_test: (first (C + 1,) int32:
+    chunk j holds boxes first[j]..first[j + 1]; (C, 6) float32 their unions)."""
+    if not len(boxes):
+        return np.zeros(1, np.int32), np.zeros((0, 6), np.float32)
+    size = max(1, int(np.ceil(np.sqrt(len(boxes)))))
+    first = np.r_[np.arange(0, len(boxes), size), len(boxes)].astype(np.int32)
+    lo = np.minimum.reduceat(boxes[:, :3], first[:-1])
+    hi = np.maximum.reduceat(boxes[:, 3:], first[:-1])
+    return first, np.ascontiguousarray(np.c_[lo, hi], np.float32)

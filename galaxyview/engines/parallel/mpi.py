@@ -172,15 +172,17 @@ class Comm:
                                    counts, what)
 
     def alltoallv_rows(self, send: np.ndarray, counts: np.ndarray,
-                       what: str = "alltoallv") -> list:
+                       what: str = "alltoallv", recv_into=None) -> list:
         """alltoallv of rows already in rank order: send (n, w), counts[r] rows of it for
-        rank r (a pinned staging buffer goes as it is, without a copy)."""
+        rank r (a pinned staging buffer goes as it is, without a copy). recv_into(rows): the
+        (rows, w) array to receive into (e.g. pinned memory); a new one by default."""
         width, dtype = send.shape[1], send.dtype
         counts = np.ascontiguousarray(counts, np.int64)
         got = np.empty(self.size, np.int64)
         self.wait(self.comm.Ialltoall(counts, got), what + " (counts)")
         send = np.ascontiguousarray(send)
-        recv = np.empty((int(got.sum()), width), dtype)
+        total = int(got.sum())
+        recv = np.empty((total, width), dtype) if recv_into is None else recv_into(total)
         row = self._rows(dtype, width)
         sdisp = np.r_[0, np.cumsum(counts)[:-1]]
         rdisp = np.r_[0, np.cumsum(got)[:-1]]
