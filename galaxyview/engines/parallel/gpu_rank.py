@@ -237,10 +237,12 @@ class GPURank(RankMixin, GPUEngine):
         return cells, parts, self._export.per_rank(counts, len(self._boxes))
 
     def _pinned(self, name: str, count: int, dtype) -> np.ndarray:
-        """A page-locked host array of at least `count` elements (kept, grown as needed)."""
+        """A page-locked host array of at least `count` elements (kept, grown as needed);
+        made in the engine's context, which the LET thread (receiving into it) lacks."""
         buf = self._staging.get(name)
         if buf is None or buf.size < count or buf.dtype != dtype:
-            buf = self._staging[name] = self._cuda.pagelocked_empty(max(count, 1), dtype)
+            with self.activate():
+                buf = self._staging[name] = self._cuda.pagelocked_empty(max(count, 1), dtype)
         return buf[:count]
 
     def _recv_rows(self, name: str, rows: int, width: int) -> np.ndarray:

@@ -162,8 +162,9 @@ class DeviceExport:
     def _host(self, name: str, count: int) -> np.ndarray:
         buf = self._pinned.get(name)
         if buf is None or buf.size < count:
-            buf = self._pinned[name] = self.eng._cuda.pagelocked_empty(max(count, 1),
-                                                                      np.float32)
+            with self.eng.activate():  # pinned memory belongs to a context
+                buf = self._pinned[name] = self.eng._cuda.pagelocked_empty(max(count, 1),
+                                                                          np.float32)
         return buf[:count]
 
 
