@@ -6,6 +6,7 @@ from galaxyview.engines.cpu.direct import direct_forces
 from galaxyview.engines.cpu.forces import tree_forces
 from galaxyview.engines.cpu.tree import build_tree
 from galaxyview.engines.parallel import decompose, let
+from galaxyview.model.ics.plummer import plummer_sphere
 
 
 def _rel(a, b):
@@ -78,14 +79,77 @@ def test_an_empty_or_far_domain_needs_little():
 
 def test_splitters_cut_the_weighted_sample_evenly():
     keys = np.arange(1000, dtype=np.uint64)
-    cuts = decompose.split_sample(keys, np.ones(1000), 4)
+    cuts = decompose.split_sample(keys, np.ones(1000), 4, tolerance=0)
     assert list(np.bincount(decompose.owners(keys, cuts), minlength=4)) == [250] * 4
     # particles of the upper half cost three times as much: they are spread over more ranks
     weight = np.where(keys < 500, 1.0, 3.0)
-    owner = decompose.owners(keys, decompose.split_sample(keys, weight, 4))
+    owner = decompose.owners(keys, decompose.split_sample(keys, weight, 4, tolerance=0))
     cost = np.bincount(owner, weights=weight, minlength=4)
     assert cost.max() / cost.mean() < 1.01
     assert np.bincount(owner)[0] > 2 * np.bincount(owner)[3]
+
+
+def test_cuts_move_to_the_coarsest_cell_boundary_within_the_tolerance():
+    one = 1 << 3 * 20  # a cell of level 1 (the cube's eighth) spans 8 of these
+    keys = np.sort(np.random.default_rng(1).integers(0, 8 * one, 10000).astype(np.uint64))
+    for tolerance in (0.02, 0.1):
+        cuts = decompose.split_sample(keys, np.ones(len(keys)), 2, tolerance)
+        assert int(cuts[0]) % (4 * one) == 0  # the cube's half: the middle key is within 2%
+        part = np.bincount(decompose.owners(keys, cuts), minlength=2)
+        assert abs(part[0] - 5000) <= tolerance * 5000
+    # the coarsest boundary within reach (2 octants: a quarter), or the exact cut
+    assert decompose.coarsest_boundary(3 * one - 5, 3 * one + 7, 4 * one + 9) == 4 * one
+    assert decompose.coarsest_boundary(8 * one + 5, 8 * one + 7, 8 * one + 9) == 8 * one + 8
+    assert decompose.coarsest_boundary(7, 7, 7) == 7
+    assert decompose.coarsest_boundary(one - 64, one - 10, one + 3) == one
+
+
+class _OneRank:
+    """A communicator of one rank standing for `size`: gather and bcast hand back."""
+    rank = 0
+
+    def __init__(self, size):
+        self.size = size
+
+    def allreduce(self, values, op="sum", what=""):
+        return np.asarray(values, np.float64)
+
+    def gather(self, obj, what=""):
+        return [obj]
+
+    def bcast(self, obj, what=""):
+        return obj
+
+
+def _pair(n):
+    pos = plummer_sphere(n, np.random.default_rng(5)).pos.astype(np.float32)
+    pos[: n // 2] += np.float32([3, 1, 0])  # two spheres, as in a merger
+    pos[n // 2:] -= np.float32([3, 1, 0])
+    return pos
+
+
+def test_the_cube_is_centred_on_the_median_point_and_holds_everything():
+    pos = plummer_sphere(20000, np.random.default_rng(2)).pos.astype(np.float32) + 1
+    pos[0] = [40, 0, 0]  # an outlier stretches the bounding box, not the centre
+    lo, size, scale = decompose.global_cube(_OneRank(2), pos)
+    assert np.allclose(lo + size / 2, np.median(pos, axis=0), atol=0.05)
+    assert (pos >= lo).all() and (pos < lo + size).all()
+
+
+def test_two_domains_of_a_galaxy_pair_are_halves_with_small_lets():
+    n, comm = 100000, _OneRank(2)
+    pos, mass = _pair(n), np.full(n, 1.0 / n)
+    keys = decompose.particle_keys(pos, decompose.global_cube(comm, pos))
+    owner = decompose.owners(keys, decompose.splitters(comm, keys, 1.0))
+    assert abs(np.bincount(owner)[0] - n // 2) < decompose.SNAP_TOLERANCE * n / 2
+    # each galaxy on one rank (their centres are 6.3 apart: the cut passes between them)
+    assert (owner[: n // 2] == owner[0]).mean() > 0.99
+    trees = [build_tree(pos[owner == r], mass[owner == r]) for r in (0, 1)]
+    for a, b in ((0, 1), (1, 0)):
+        boxes = np.array([np.r_[trees[b].pos[g:g + c].min(0), trees[b].pos[g:g + c].max(0)]
+                          for g, c in zip(trees[b].group_begin, trees[b].group_count)])
+        _, parts = let.export(trees[a], let.opening_radii2(trees[a], 0.75), boxes, 2)
+        assert len(parts) < 0.1 * n / 2  # one box a domain, unsnapped cuts: over half
 
 
 def test_device_forest_links_every_let_under_one_open_root():

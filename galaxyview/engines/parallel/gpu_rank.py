@@ -97,6 +97,16 @@ class GPURank(RankMixin, GPUEngine):
             self._let_ev = tuple(self._cuda.Event() for _ in range(7))  # 6: group boxes
             self._export = let_device.DeviceExport(self)
 
+    def close(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        self._recv.clear()
+        if getattr(self, "buf", None) is not None:
+            with self.activate():  # the pinned buffers go while their context is there
+                self._staging.clear()
+                self._export.close()
+        super().close()
+
     # -- the domain ------------------------------------------------------------------------
     def _load_rows(self, rows: np.ndarray, local) -> None:
         self.load(local)  # float32 on the device: float64 positions are rounded once
@@ -248,6 +258,7 @@ class GPURank(RankMixin, GPUEngine):
     def _recv_rows(self, name: str, rows: int, width: int) -> np.ndarray:
         """Pinned (rows, width) float32 that the LETs are received into (uploaded as they
         are); self._recv[name] is the whole of it."""
+        self._recv.pop(name, None)  # a buffer outgrown is freed in the context, not here
         out = self._pinned("recv_" + name, rows * width, np.float32).reshape(rows, width)
         self._recv[name] = out
         return out

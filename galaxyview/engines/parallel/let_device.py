@@ -36,6 +36,11 @@ class DeviceExport:
         self._host_counts = None
         self._pinned: dict = {}
 
+    def close(self) -> None:
+        """Drop the pinned host buffers (call it within the engine's context)."""
+        self._pinned.clear()
+        self.host_ctl = self._host_counts = None
+
     def _blocks(self) -> int:
         return min(1024, 2 * self.eng._n_sm)
 
