@@ -1,5 +1,6 @@
-"""The parallel engine on 2 GPUs (one process each): forces and energies as one GPU's and
-the CPU reference's within the tree's error, through rebalancing steps. Needs CUDA, two GPUs,
+"""The parallel engine on 2 GPUs (one process each): forces, energies and the final state as
+one GPU's and the CPU reference's within the tree's error, through steps that move the
+particles crossing the domains' faces and new splitters every 4 steps. Needs CUDA, two GPUs,
 Open MPI and mpi4py; skipped otherwise."""
 import shutil
 
@@ -57,6 +58,7 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n):
     e0 = one.energies()
     one.step(STEPS)
     e1 = one.energies()
+    pos1 = one.state().pos
     one.close()
     got = _mpirun(2, n, tmp_path / "k2.npz")
     err = _rel(got["acc"], acc1)
@@ -71,6 +73,10 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n):
     assert got["e1"].sum() == pytest.approx(e1.total, rel=1e-4)
     assert abs(got["e1"].sum() - got["e0"].sum()) < 1e-3 * abs(got["e0"].sum())
     assert int(got["steps"]) == STEPS and (got["ms"] >= 0).all()
+    # particles crossed the domains' faces each step and moved rank (migrate.py), every one
+    # once: the gathered state is the one GPU's
+    assert got["moved"] > 0
+    assert np.percentile(np.linalg.norm(got["pos"] - pos1, axis=1), 99) < 1e-4
 
 
 def test_more_gpus_than_present_is_refused_before_starting(tmp_path):

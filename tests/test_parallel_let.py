@@ -104,6 +104,23 @@ def test_cuts_move_to_the_coarsest_cell_boundary_within_the_tolerance():
     assert decompose.coarsest_boundary(one - 64, one - 10, one + 3) == one
 
 
+@pytest.mark.parametrize("n, leave, arrive", [(100, 10, 3), (100, 3, 10), (50, 7, 7),
+                                               (20, 20, 0), (20, 0, 5), (30, 12, 0)])
+def test_arrivals_take_the_leavers_slots_and_every_slot_is_taken_once(n, leave, arrive):
+    from galaxyview.engines.parallel.migrate import slots
+
+    rng = np.random.default_rng(n + leave)
+    holes = rng.choice(n, leave, replace=False)
+    n_new = n - leave + arrive
+    at, move_from, move_to = slots(holes, n, n_new, arrive)
+    survivors = np.setdiff1d(np.arange(n), holes)
+    final = survivors.copy()  # each survivor's slot after the move
+    final[np.searchsorted(survivors, move_from)] = move_to
+    taken = np.r_[final, at]
+    assert len(at) == arrive and sorted(taken) == list(range(n_new))
+    assert set(move_from) <= set(survivors) and (move_from >= n_new).all()
+
+
 class _OneRank:
     """A communicator of one rank standing for `size`: gather and bcast hand back."""
     rank = 0

@@ -182,3 +182,69 @@ def test_group_boxes_are_the_walks_groups(n):
         assert np.array_equal(got, want)
     finally:
         eng.close()
+
+
+class _Rank:
+    """What the migration reads of a communicator in one process: its rank."""
+
+    def __init__(self, rank):
+        self.rank = rank
+
+
+def _by_id(eng):
+    """(global id order) positions, velocities and forces of the engine's particles."""
+    st = eng.state()
+    b = eng.buf
+    acc = eng._download(b.ptr("acc"), np.float32, 4 * eng._n).reshape(-1, 4)
+    loaded = eng._download(b.ptr(f"id{eng._cur}"), np.uint32, eng._n).astype(np.int64)
+    gid = eng.ids[loaded]
+    forces = acc[np.argsort(gid)]
+    order = np.argsort(eng.ids)
+    return st.pos[order], st.vel[order], st.mass[order], forces
+
+
+def test_device_keys_owners_and_the_leavers_round_trip():
+    """domain_flags gives decompose's Hilbert keys and owners (a cube that clips some
+    particles); the leavers' rows are those particles; sent back as arrivals, they take the
+    freed slots and the particle set is the same, forces with it."""
+    from galaxyview.engines.parallel import decompose
+    from galaxyview.engines.cpu import keys as mkeys
+
+    eng = _engine(200_000, 0.75, 3)
+    try:
+        n = eng._n
+        eng.ids = np.arange(n, dtype=np.int64) * 3 + 7
+        eng.comm = _Rank(1)
+        before = _by_id(eng)
+        with eng.activate():
+            b = eng.buf
+            pos, _ = b.set_ptrs(eng._cur)
+            host = eng._download(pos, np.float32, 4 * n).reshape(-1, 4)[:, :3]
+            loaded = eng._download(b.ptr(f"id{eng._cur}"), np.uint32, n).astype(np.int64)
+            mid = np.median(host, axis=0)
+            cube = mkeys.cube((mid - 3).astype(np.float32), (mid + 3).astype(np.float32))
+            keys = decompose.particle_keys(host, cube)
+            cuts = np.quantile(keys, [0.2, 0.5, 0.9]).astype(np.uint64)
+            flag, owner, out = (b.per_particle(f"t_{s}", w) for s, w in
+                                (("flag", 4), ("owner", 4), ("keys", 8)))
+            b._alloc("t_cuts", 8 * len(cuts))
+            eng._cuda.memcpy_htod(b.ptr("t_cuts"), cuts)
+            eng.kernels.launch("domain_flags", (eng._grid(), 1, 1), (256, 1, 1), pos, n,
+                               *(float(v) for v in cube[0]), float(cube[2]), b.ptr("t_cuts"),
+                               len(cuts), 1, flag, owner, out)
+            assert np.array_equal(eng._download(out, np.uint64, n), keys)
+            want = decompose.owners(keys, cuts)
+            assert np.array_equal(eng._download(owner, np.int32, n), want)
+            assert np.array_equal(eng._download(flag, np.int32, n), want != 1)
+            rows, lid, dest = eng._migration._split(cube, cuts)
+        leave = want != 1
+        assert 0.6 * n < len(lid) < 0.8 * n and np.array_equal(lid, loaded[leave])
+        assert np.array_equal(dest, want[leave]) and np.array_equal(rows[:, :3], host[leave])
+        with eng.activate():
+            eng._migration._append(lid, rows, eng.ids[lid], n, n)
+        assert eng._n == n and sorted(eng.ids) == sorted(np.arange(n) * 3 + 7)
+        for a, b_ in zip(before, _by_id(eng)):
+            assert np.array_equal(a, b_)
+    finally:
+        eng.comm = None
+        eng.close()

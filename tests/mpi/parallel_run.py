@@ -23,6 +23,7 @@ try:
     acc, pot = engine.accelerations()
     e0 = engine.energies()
     engine.step(steps)
+    moved = engine.stats.figures.get("moved_out", -1.0)  # the last step's leavers (GPU ranks)
     e1 = engine.energies()
     state = engine.state()
     acc1, _ = engine.accelerations()
@@ -31,7 +32,7 @@ try:
              ms=[engine.stats.timings_ms.get(k, -1) for k in
                  ("decompose", "exchange", "let_build", "walk", "let_comm", "let_walk",
                   "integrate")],
-             counts=[len(a) for a in [engine.rank_ms]])
+             counts=[len(a) for a in [engine.rank_ms]], moved=moved)
     engine.close()
 finally:
     stop_serving(comm)

@@ -77,14 +77,16 @@ def hilbert_keys(coords: np.ndarray) -> np.ndarray:
 
 
 def splitters(comm, keys: np.ndarray, cost_per_particle: float,
-              samples: int = SAMPLES_PER_RANK) -> np.ndarray:
-    """The size - 1 splitter keys (uint64) from every rank's weighted key sample."""
+              samples: int = SAMPLES_PER_RANK, per_key: float = 1.0) -> np.ndarray:
+    """The size - 1 splitter keys (uint64) from every rank's weighted key sample. keys: the
+    rank's particles' keys, or a sample of them each standing for `per_key` particles."""
     ordered = np.sort(keys)
     step = max(1, -(-len(ordered) // samples))
     mine = ordered[step // 2::step]
-    weight = np.full(len(mine), step * max(cost_per_particle, 1e-12))
+    cost = max(cost_per_particle, 1e-12) * per_key
+    weight = np.full(len(mine), step * cost)
     if len(mine):  # the last sample stands for what remains
-        weight[-1] = (len(ordered) - step * (len(mine) - 1)) * max(cost_per_particle, 1e-12)
+        weight[-1] = (len(ordered) - step * (len(mine) - 1)) * cost
     gathered = comm.gather((mine, weight), what="the key sample")
     cuts = None
     if comm.rank == 0:

@@ -11,9 +11,9 @@ behind a copy of the local sorted positions) and `let_forest` lays them out as o
 an always-opened root (as let.device_forest does); the engine's own walk kernel walks it with
 the local groups into a second buffer, which `let_add` adds to the local forces. When the tree
 outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
-running beside it. The decomposition (every particle through the host) runs every REBALANCE_EVERY steps
-(GALAXYVIEW_REBALANCE_EVERY); in between particles stay on their GPU, and the LETs, built
-from the current domain boxes, stay exact.
+running beside it. At each step's start the particles that left their domain move to its
+owner (migrate.py: only they pass through the host); every REBALANCE_EVERY steps
+(GALAXYVIEW_REBALANCE_EVERY) the splitters are made anew from a sample of the particles.
 """
 from __future__ import annotations
 
@@ -28,12 +28,14 @@ from galaxyview.engines.cpu.cells import Tree
 from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, ST_FLAGS,
                                               ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
-from galaxyview.engines.parallel import let, let_device
+from galaxyview.engines.parallel import decompose, let, let_device
+from galaxyview.engines.parallel.migrate import Migration
 from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
-                                              VEL, RankMixin, pack)
+                                              VEL, RankMixin)
 from galaxyview.errors import EngineError
 
-REBALANCE_EVERY = 8  # steps between decompositions on the GPU (a host round trip)
+REBALANCE_EVERY = 8  # steps between new splitters (between them, only the leavers move)
+DECOMPOSE_SAMPLE = 65536  # particles a rank samples for new splitters
 
 LET_ADD = r"""
 extern "C" __global__ void let_add(float4* __restrict__ acc, const float4* __restrict__ extra,
@@ -79,7 +81,8 @@ def host_tree(cells: dict, n_leaf: int) -> Tree:
 
 class GPURank(RankMixin, GPUEngine):
     extra_kernels = (("parallel LET", LET_ADD),
-                     ("parallel_let.cu", read_kernel("parallel_let.cu")))
+                     ("parallel_let.cu", read_kernel("parallel_let.cu")),
+                     ("parallel_domain.cu", read_kernel("parallel_domain.cu")))
     row_dtype = np.float32  # the device holds float32: half the bytes through the host
 
     def __init__(self, params=None, gravity=None, device: int = 0):
@@ -96,6 +99,7 @@ class GPURank(RankMixin, GPUEngine):
             # forest and walk
             self._let_ev = tuple(self._cuda.Event() for _ in range(7))  # 6: group boxes
             self._export = let_device.DeviceExport(self)
+        self._migration = Migration(self)
 
     def close(self) -> None:
         if self._thread is not None:
@@ -109,6 +113,9 @@ class GPURank(RankMixin, GPUEngine):
 
     # -- the domain ------------------------------------------------------------------------
     def _load_rows(self, rows: np.ndarray, local) -> None:
+        with self.activate():  # room for a tenth more: the domains' shares move
+            self.buf.ensure(int(1.1 * len(rows)) + 64, self._n_sm, self._walk_blocks,
+                            self._walk_threads)
         self.load(local)  # float32 on the device: float64 positions are rounded once
         self._since = 0
 
@@ -120,41 +127,61 @@ class GPURank(RankMixin, GPUEngine):
     def step(self, n: int = 1) -> None:
         for _ in range(self._step_count(n)):
             self.parallel_ms.update(decompose=0.0, exchange=0.0)  # this step's, if any
-            if self._since >= self.every:
-                self._rebalance()
+            self._domains(self._since >= self.every)
             super().step(1)
             self._since += 1
             t, ms = self.stats.timings_ms, self.parallel_ms  # the LET phases are not integration
             t["integrate"] -= ms["let_build"] + ms["let_comm"] + ms["let_walk"]
 
-    def _rebalance(self) -> None:
-        """New domains: every particle through the host, exchanged, uploaded (its forces
-        with it: no evaluation)."""
-        st = self.state()
-        acc, pot = self.accelerations()
-        rows, self.ids = self._redistribute(
-            pack(st.pos, st.vel, acc, pot, st.mass, st.radius, st.component, st.galaxy,
-                 self.row_dtype), self.ids)
+    def _domains(self, decompose_anew: bool) -> None:
+        """Collective, at a step's start: new splitters when `decompose_anew` (from a sample
+        of the particles along the curve: its median point centres the cube, its keys weighed
+        by this rank's cost give the cuts); then every particle that is not in its domain
+        moves there (migrate.py)."""
+        if self._alone():
+            return
+        t0 = perf_counter()
+        if decompose_anew:
+            _, sample = self.sample_state(DECOMPOSE_SAMPLE)
+            pos32 = sample.pos.astype(np.float32)
+            self.cube = decompose.global_cube(self.comm, pos32)
+            keys = decompose.particle_keys(pos32, self.cube)
+            self.cuts = decompose.splitters(self.comm, keys, self.cost,
+                                            per_key=self._n / max(len(keys), 1))
+            self._since = 0
+        t1 = perf_counter()
+        left, arrived = self._migration.run(self.cube, self.cuts)
+        self.parallel_ms.update(decompose=1e3 * (t1 - t0), exchange=1e3 * (perf_counter() - t1),
+                                moved_out=float(left), moved_in=float(arrived))
+
+    def _upload_rows(self, rows: np.ndarray, ids: np.ndarray) -> None:
+        """This rank's particles anew from rows (rank.pack's columns, forces included: no
+        evaluation) and their global ids; room for a tenth more (the domains' share moves)."""
         n = len(rows)
         pos4 = np.ascontiguousarray(np.c_[rows[:, POS], rows[:, MASS]], np.float32)
         vel4 = np.ascontiguousarray(np.c_[rows[:, VEL], rows[:, COMPONENT]], np.float32)
         acc4 = np.ascontiguousarray(np.c_[rows[:, ACC], rows[:, POT]], np.float32)
+        self.ids = np.asarray(ids, np.int64)
         self._component = rows[:, COMPONENT].astype(np.uint8)
         self._galaxy = rows[:, GALAXY].astype(np.int16)
-        self._galaxy_on_device = False
         self._radius = rows[:, RADIUS].astype(np.float32)
-        self._free_com()
         cuda = self._cuda
         with self.activate():
-            self.buf.ensure(n, self._n_sm, self._walk_blocks, self._walk_threads)
+            self.buf.ensure(int(1.1 * n) + 64, self._n_sm, self._walk_blocks,
+                            self._walk_threads)
             self._n, self._cur = n, 0
             pos, vel = self.buf.set_ptrs(0)
             cuda.memcpy_htod(pos, pos4)
             cuda.memcpy_htod(vel, vel4)
             cuda.memcpy_htod(self.buf.ptr("id0"), np.arange(n, dtype=np.uint32))
             cuda.memcpy_htod(self.buf.ptr("acc"), acc4)
-        self._have_tree = self._tree_fresh = False  # acc4 stays valid: uploaded with them
-        self._since = 0
+        self._moved()
+
+    def _moved(self) -> None:
+        """The particle set changed under the engine (its forces came with it)."""
+        self._galaxy_on_device = False
+        self._free_com()
+        self._have_tree = self._tree_fresh = False
 
     # -- forces ------------------------------------------------------------------------------
     def _before_walk(self, ev) -> None:

@@ -112,10 +112,7 @@ class DeviceExport:
         return where
 
     def _scan(self, vals, n_ptr, out, total_ptr, sums, blocks) -> None:
-        k = self.eng.kernels
-        k.launch("let_scan_reduce", (blocks, 1, 1), T, vals, n_ptr, sums)
-        k.launch("let_scan_top", (1, 1, 1), (1024, 1, 1), sums, blocks, total_ptr)
-        k.launch("let_scan_apply", (blocks, 1, 1), T, vals, n_ptr, sums, out)
+        scan(self.eng.kernels, vals, n_ptr, out, total_ptr, sums, blocks)
 
     def _ensure_out(self, cells: int, parts: int) -> None:
         b = self.eng.buf
@@ -171,6 +168,14 @@ class DeviceExport:
                 buf = self._pinned[name] = self.eng._cuda.pagelocked_empty(max(count, 1),
                                                                           np.float32)
         return buf[:count]
+
+
+def scan(k, vals, n_ptr, out, total_ptr, sums, blocks: int) -> None:
+    """Queue the exclusive scan of the int32 vals[0, *n_ptr) into out, the total into
+    *total_ptr (device pointers; sums: `blocks` <= 1024 int32 of scratch)."""
+    k.launch("let_scan_reduce", (blocks, 1, 1), T, vals, n_ptr, sums)
+    k.launch("let_scan_top", (1, 1, 1), (1024, 1, 1), sums, blocks, total_ptr)
+    k.launch("let_scan_apply", (blocks, 1, 1), T, vals, n_ptr, sums, out)
 
 
 def _valid(boxes) -> np.ndarray:

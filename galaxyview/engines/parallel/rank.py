@@ -92,6 +92,7 @@ class RankMixin:
         cube = decompose.global_cube(self.comm, pos32)
         keys = decompose.particle_keys(pos32, cube)
         cuts = decompose.splitters(self.comm, keys, self.cost)
+        self.cube, self.cuts = cube, cuts  # the domains until the next decomposition
         dest = decompose.owners(keys, cuts)
         t1 = perf_counter()
         rows = decompose.exchange(self.comm, rows, dest)
