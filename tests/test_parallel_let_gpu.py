@@ -245,6 +245,13 @@ def test_device_keys_owners_and_the_leavers_round_trip():
         assert eng._n == n and sorted(eng.ids) == sorted(np.arange(n) * 3 + 7)
         for a, b_ in zip(before, _by_id(eng)):
             assert np.array_equal(a, b_)
+        # no room on the device for the arrivals: the whole set goes up again from the host
+        with eng.activate():
+            rows, lid, dest = eng._migration._split(cube, cuts[:1])
+        eng._upload_rows(*eng._migration._whole(lid, rows, eng.ids[lid]))
+        assert eng._n == n and eng.buf.n_cap >= 1.1 * n
+        for a, b_ in zip(before, _by_id(eng)):
+            assert np.array_equal(a, b_)
     finally:
         eng.comm = None
         eng.close()
