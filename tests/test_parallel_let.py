@@ -121,6 +121,18 @@ def test_arrivals_take_the_leavers_slots_and_every_slot_is_taken_once(n, leave, 
     assert set(move_from) <= set(survivors) and (move_from >= n_new).all()
 
 
+def test_ids_ride_with_the_rows_bit_for_bit():
+    from galaxyview.engines.parallel.migrate import split_ids, with_ids
+
+    rows = np.random.default_rng(2).random((6, 14)).astype(np.float32)
+    ids = np.array([0, 1, 2**40 + 5, 2**62 + 3, 0x7FC00000FFC00001, -1], np.int64)
+    both = with_ids(rows, ids)
+    shuffled = both[[3, 0, 5, 1, 4, 2]]  # rows travel, are sorted, copied
+    got_rows, got_ids = split_ids(np.concatenate([shuffled[:2], shuffled[2:]]))
+    assert np.array_equal(got_ids, ids[[3, 0, 5, 1, 4, 2]])
+    assert np.array_equal(got_rows, rows[[3, 0, 5, 1, 4, 2]])
+
+
 class _OneRank:
     """A communicator of one rank standing for `size`: gather and bcast hand back."""
     rank = 0

@@ -150,11 +150,11 @@ class GPURank(RankMixin, GPUEngine):
                                             per_key=self._n / max(len(keys), 1))
             self._since = 0
         t1 = perf_counter()
-        left, arrived = self._migration.run(self.cube, self.cuts)
+        moved = self._migration.run(self.cube, self.cuts)
         if self.comm.allreduce([self._n == 0], "max", "the domain sizes")[0]:
             raise EngineError("a domain lost all its particles; use fewer processes")
         self.parallel_ms.update(decompose=1e3 * (t1 - t0), exchange=1e3 * (perf_counter() - t1),
-                                moved_out=float(left), moved_in=float(arrived))
+                                **moved)
 
     def _upload_rows(self, rows: np.ndarray, ids: np.ndarray) -> None:
         """This rank's particles anew from rows (rank.pack's columns, forces included: no

@@ -13,6 +13,8 @@ stay a permutation of 0..n-1 and only the moved particles are touched on the hos
 """
 from __future__ import annotations
 
+from time import perf_counter
+
 import numpy as np
 
 from galaxyview.engines.parallel import decompose
@@ -34,6 +36,20 @@ def slots(holes: np.ndarray, n: int, n_new: int, arrivals: int):
     return free[:arrivals], move_from, free[arrivals:]
 
 
+def with_ids(rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """float32 rows with the int64 ids behind them as two columns of their bits (one
+    message, not two)."""
+    both = np.empty((len(rows), rows.shape[1] + 2), np.float32)
+    both[:, :-2] = rows
+    both[:, -2:] = np.asarray(ids, np.int64)[:, None].view(np.float32)
+    return both
+
+
+def split_ids(both: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows and ids of with_ids."""
+    return both[:, :-2], np.ascontiguousarray(both[:, -2:]).view(np.int64)[:, 0]
+
+
 class Migration:
     """The leaver exchange of one GPU rank (its device scratch, its host arrays' room)."""
 
@@ -41,21 +57,27 @@ class Migration:
         self.eng = eng
         self._room: dict = {}  # host arrays with spare room, by name
 
-    def run(self, cube, cuts: np.ndarray) -> tuple[int, int]:
-        """Collective: every particle to the owner of its key; (left, arrived) here."""
+    def run(self, cube, cuts: np.ndarray) -> dict:
+        """Collective: every particle to the owner of its key. Returns what moved here and
+        the ms of the parts: the device split with the leavers' download, the exchange, the
+        arrivals' upload."""
         eng = self.eng
+        t0 = perf_counter()
         with eng.activate():
             rows, lid, owner = self._split(cube, cuts)
-        gid = eng.ids[lid]
-        got = decompose.exchange(eng.comm, rows, owner)
-        got_ids = decompose.exchange(eng.comm, gid[:, None], owner)[:, 0]
+        t1 = perf_counter()
+        got, got_ids = split_ids(decompose.exchange(eng.comm, with_ids(rows, eng.ids[lid]),
+                                                    owner))
+        t2 = perf_counter()
         n, n_new = eng._n, eng._n - len(lid) + len(got)
         if n_new > eng.buf.n_cap:  # no room on the device: the whole set through the host
             eng._upload_rows(*self._whole(lid, got, got_ids))
         else:
             with eng.activate():
                 self._append(lid, got, got_ids, n, n_new)
-        return len(lid), len(got)
+        return dict(moved_out=float(len(lid)), moved_in=float(len(got)),
+                    moved_split=1e3 * (t1 - t0), moved_comm=1e3 * (t2 - t1),
+                    moved_append=1e3 * (perf_counter() - t2))
 
     def _split(self, cube, cuts):
         """The device's part before the exchange: the leavers' rows (float32, rank.pack's
