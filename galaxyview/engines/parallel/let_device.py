@@ -72,13 +72,13 @@ class DeviceExport:
                 s = lev & 1
                 k.launch("let_test", grid, T, lev, p("cell_mac"), p("nchild"), list_, ctl,
                          box_at, first_at, chunk_at, n_chunks, margin, acc, opens)
-                self._scan(opens, ctl + 4 * (2 * s + 1), offs, ctl + 4 * 9, sums, blocks)
+                scan(k, opens, ctl + 4 * (2 * s + 1), offs, ctl + 4 * 9, sums, blocks)
                 k.launch("let_expand", grid, T, lev, p("child"), list_, ctl, b.cell_cap, opens,
                          offs, kid0)
             slot = (MAX_LEVEL + 1) & 1
             k.launch("let_bodies", grid, T, slot, list_, acc, p("nchild"), p("count"),
                      eng.pp_leaf, ctl, bodies)
-            self._scan(bodies, ctl + 4 * 4, body0, ctl + 4 * 5, sums, blocks)
+            scan(k, bodies, ctl + 4 * 4, body0, ctl + 4 * 5, sums, blocks)
             k.launch("let_rows", grid, T, ctl, list_, acc, kid0, bodies, body0, p("cell_mac"),
                      p("cell_q0"), p("cell_q1"), p("nchild"), p("begin"), npos,
                      p("let_out_cells"), p("let_out_parts"), self.cap_cells, self.cap_parts)
@@ -110,9 +110,6 @@ class DeviceExport:
         if size:
             eng._cuda.memcpy_htod_async(base, host)
         return where
-
-    def _scan(self, vals, n_ptr, out, total_ptr, sums, blocks) -> None:
-        scan(self.eng.kernels, vals, n_ptr, out, total_ptr, sums, blocks)
 
     def _ensure_out(self, cells: int, parts: int) -> None:
         b = self.eng.buf

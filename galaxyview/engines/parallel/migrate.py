@@ -56,6 +56,7 @@ class Migration:
     def __init__(self, eng):
         self.eng = eng
         self._room: dict = {}  # host arrays with spare room, by name
+        self._cuts = None  # the splitters on the device
 
     def run(self, cube, cuts: np.ndarray) -> dict:
         """Collective: every particle to the owner of its key. Returns what moved here and
@@ -87,11 +88,13 @@ class Migration:
         flag, owner, offs = (b.per_particle(f"mig_{s}", 4) for s in ("flag", "owner", "offs"))
         b._alloc("mig_ctl", 16)
         b._alloc("mig_sums", 4 * 1024)
-        b._alloc("mig_cuts", 8 * max(len(cuts), 1))
         ctl = b.ptr("mig_ctl")
         cuts = np.ascontiguousarray(cuts, np.uint64)
-        if len(cuts):
-            eng._cuda.memcpy_htod(b.ptr("mig_cuts"), cuts)
+        if self._cuts is None or not np.array_equal(self._cuts, cuts):  # new splitters only
+            b._alloc("mig_cuts", 8 * max(len(cuts), 1))
+            if len(cuts):
+                eng._cuda.memcpy_htod(b.ptr("mig_cuts"), cuts)
+            self._cuts = cuts
         lo, _, scale = cube
         pos, vel = b.set_ptrs(cur)
         grid = (eng._grid(), 1, 1)
