@@ -1,8 +1,12 @@
 // Domain migration on the device (engines/parallel/migrate.py): each particle's Peano-Hilbert
 // key in the global cube (Skilling's transform, as engines/parallel/hilbert.py), its owner
-// among the splitters, and the split of the particle set into the ones that stay (compacted,
-// in order, into the idle set) and the ones that leave (rows for the host). Appended to the
-// engine's module after nbody_keys.cu (spread3, grid_coord).
+// among the splitters, the split of the particle set into the ones that stay (compacted, in
+// order, into the idle set) and the ones that leave (rows in the outbox, which the other ranks
+// read), the slots the arrivals take and the arrivals themselves. Appended to the engine's
+// module after nbody_keys.cu (spread3, grid_coord).
+//
+// meta (int4 a particle, loaded order): the global id (low, high word), the radius's bits,
+// component | galaxy << 8. A row (4 float4): pos, vel, acc, meta.
 
 __device__ __forceinline__ unsigned long long hilbert_key(unsigned x0, unsigned x1, unsigned x2)
 {
@@ -42,28 +46,107 @@ extern "C" __global__ void domain_flags(const float4* __restrict__ pos, int n, f
     }
 }
 
-// offs: the exclusive scan of flag. Stayers to (spos, svel, sacc, sid)[i - offs[i]], leavers
-// to rows[offs[i]] (pos4, vel4, acc4) with their ids and owners.
+// offs: the exclusive scan of flag. Stayers to (spos, svel, sacc, sid)[i - offs[i]]; leavers
+// (the first cap) to the outbox: rows[offs[i]], their owners and loaded slots (lid)
 extern "C" __global__ void domain_split(int n, const int* __restrict__ flag,
                                         const int* __restrict__ offs,
                                         const int* __restrict__ owner,
                                         const float4* __restrict__ pos,
                                         const float4* __restrict__ vel,
                                         const float4* __restrict__ acc,
-                                        const unsigned* __restrict__ id, float4* __restrict__ spos,
+                                        const unsigned* __restrict__ id,
+                                        const int4* __restrict__ meta, float4* __restrict__ spos,
                                         float4* __restrict__ svel, float4* __restrict__ sacc,
                                         unsigned* __restrict__ sid, float4* __restrict__ rows,
-                                        unsigned* __restrict__ lid, int* __restrict__ lowner)
+                                        int* __restrict__ row_owner, unsigned* __restrict__ lid,
+                                        int cap)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         const int j = offs[i];
         if (flag[i]) {
-            rows[3 * j] = pos[i]; rows[3 * j + 1] = vel[i]; rows[3 * j + 2] = acc[i];
-            lid[j] = id[i]; lowner[j] = owner[i];
+            if (j >= cap) continue;
+            const unsigned s = id[i];
+            rows[4 * j] = pos[i]; rows[4 * j + 1] = vel[i]; rows[4 * j + 2] = acc[i];
+            reinterpret_cast<int4*>(rows)[4 * j + 3] = meta[s];
+            row_owner[j] = owner[i]; lid[j] = s;
         } else {
             const int k = i - j;
             spos[k] = pos[i]; svel[k] = vel[i]; sacc[k] = acc[i]; sid[k] = id[i];
         }
+    }
+}
+
+// counts[o] += the leavers (the first min(*n_ptr, cap) rows) going to rank o < ranks <= 1024
+extern "C" __global__ void domain_owner_counts(const int* __restrict__ row_owner,
+                                               const int* n_ptr, int cap, int ranks,
+                                               int* __restrict__ counts)
+{
+    __shared__ int hist[1024];
+    for (int o = threadIdx.x; o < ranks; o += blockDim.x) hist[o] = 0;
+    __syncthreads();
+    const int n = min(*n_ptr, cap);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        atomicAdd(&hist[row_owner[i]], 1);
+    __syncthreads();
+    for (int o = threadIdx.x; o < ranks; o += blockDim.x)
+        if (hist[o]) atomicAdd(&counts[o], hist[o]);
+}
+
+// flag[i]: inbox row i is for this rank
+extern "C" __global__ void domain_mine(const int* __restrict__ row_owner, int m, int rank,
+                                       int* __restrict__ flag)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x)
+        flag[i] = row_owner[i] == rank;
+}
+
+// -- the arrivals' loaded slots (migrate.slots on the device). The set grew or kept its size
+// -- (n_new >= n): the leavers' slots, then n, n + 1, ...
+extern "C" __global__ void slot_grow(const unsigned* __restrict__ lid, int left, int n,
+                                     int arrivals, unsigned* __restrict__ at)
+{
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < arrivals; k += gridDim.x * blockDim.x)
+        at[k] = k < left ? lid[k] : (unsigned)(n + k - left);
+}
+
+// It shrank: hflag[j] = the leaver's slot is below n_new; surv[v - n_new] = 0 for a slot v >=
+// n_new that a leaver freed (surv set to 1 before: the survivors there)
+extern "C" __global__ void slot_flags(const unsigned* __restrict__ lid, int left, unsigned n_new,
+                                      int* __restrict__ hflag, int* __restrict__ surv)
+{
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < left; j += gridDim.x * blockDim.x) {
+        const unsigned v = lid[j];
+        hflag[j] = v < n_new;
+        if (v >= n_new) surv[v - n_new] = 0;
+    }
+}
+
+// the freed slots below n_new (in leaver order): the first `arrivals` to the arrivals, the
+// rest to the survivors beyond n_new
+extern "C" __global__ void slot_holes(const unsigned* __restrict__ lid, int left,
+                                      const int* __restrict__ hflag, const int* __restrict__ hoff,
+                                      int arrivals, unsigned* __restrict__ at,
+                                      unsigned* __restrict__ move_to)
+{
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < left; j += gridDim.x * blockDim.x) {
+        if (!hflag[j]) continue;
+        const int p = hoff[j];
+        if (p < arrivals) at[p] = lid[j];
+        else move_to[p - arrivals] = lid[j];
+    }
+}
+
+// a survivor at slot n_new + k moves to a freed slot: remap[k] (for domain_remap), its meta
+extern "C" __global__ void slot_survivors(const int* __restrict__ surv,
+                                          const int* __restrict__ soff, int range,
+                                          unsigned n_new, const unsigned* __restrict__ move_to,
+                                          unsigned* __restrict__ remap, int4* __restrict__ meta)
+{
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < range; k += gridDim.x * blockDim.x) {
+        if (!surv[k]) continue;
+        const unsigned to = move_to[soff[k]];
+        remap[k] = to;
+        meta[to] = meta[n_new + k];
     }
 }
 
@@ -75,4 +158,33 @@ extern "C" __global__ void domain_remap(unsigned* __restrict__ id, int n, unsign
         const unsigned v = id[i];
         if (v >= n_new) id[i] = remap[v - n_new];
     }
+}
+
+// the inbox's rows for this rank (flag, offs: their scan) behind the stayers, at stay + k;
+// their loaded slots at[k] and meta there
+extern "C" __global__ void domain_arrive(int m, const float4* __restrict__ rows,
+                                         const int* __restrict__ flag,
+                                         const int* __restrict__ offs, int stay,
+                                         const unsigned* __restrict__ at,
+                                         float4* __restrict__ spos, float4* __restrict__ svel,
+                                         float4* __restrict__ sacc, unsigned* __restrict__ sid,
+                                         int4* __restrict__ meta)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
+        if (!flag[i]) continue;
+        const int k = offs[i], d = stay + k;
+        const unsigned s = at[k];
+        spos[d] = rows[4 * i]; svel[d] = rows[4 * i + 1]; sacc[d] = rows[4 * i + 2];
+        sid[d] = s;
+        meta[s] = reinterpret_cast<const int4*>(rows)[4 * i + 3];
+    }
+}
+
+// the galaxy of origin (meta) of each particle in the current order, as the light's value
+extern "C" __global__ void meta_galaxy(const int4* __restrict__ meta,
+                                       const unsigned* __restrict__ id, int n,
+                                       float* __restrict__ out)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        out[i] = (float)(short)((meta[id[i]].w >> 8) & 0xFFFF);
 }

@@ -122,29 +122,55 @@ __device__ __forceinline__ float let_box_d2(const float* __restrict__ box, float
 }
 
 // A cell is accepted when its centre of mass is beyond its opening radius from every box of
-// the remote domain (its groups' boxes). The boxes come in chunks (chunk j: boxes
-// first[j]..first[j+1], chunk_box[j] their union): a chunk whose union is far is skipped
+// the remote domain (its groups' boxes). The boxes come with a tree of their unions
+// (let_device.box_tree: `depth` levels of nodes from the root, each the union of up to
+// LET_FAN consecutive nodes of the level below, the boxes themselves the level `depth`;
+// level l's nodes start at start[l], count[l] of them): a node whose union is far is skipped
 // whole (its boxes are at least as far, also in float32), so the result is that of testing
-// every box.
+// every box; the first near box opens the cell.
+#define LET_FAN 8
+#define LET_STACK 64  // >= depth * (LET_FAN - 1) + 1 (let_device.MAX_DEPTH)
 extern "C" __global__ void __launch_bounds__(LET_T)
 let_test(int level, const float4* __restrict__ mac, const int* __restrict__ nchild,
          const int* __restrict__ list, const int* ctl, const float* __restrict__ boxes,
-         const int* __restrict__ first, const float* __restrict__ chunk_box, int n_chunks,
-         float margin, int* __restrict__ acc, int* __restrict__ opens)
+         const float* __restrict__ nodes, const int* __restrict__ start,
+         const int* __restrict__ count, int depth, float margin, int* __restrict__ acc,
+         int* __restrict__ opens)
 {
-    const int s = level & 1, start = ctl[2 * s], size = ctl[2 * s + 1];
+    const int s = level & 1, first = ctl[2 * s], size = ctl[2 * s + 1];
+    int stack[LET_STACK];  // (level << 27) | index
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < size; i += gridDim.x * blockDim.x) {
-        const int c = list[start + i];
+        const int c = list[first + i];
         const float4 m = mac[c];
         const float r2 = __fmul_rn(m.w, margin);
         bool a = true;
-        for (int j = 0; j < n_chunks && a; j++) {
-            if (let_box_d2(chunk_box + 6 * j, m.x, m.y, m.z) > r2) continue;
-            for (int b = first[j]; b < first[j + 1] && a; b++)
-                a = let_box_d2(boxes + 6 * b, m.x, m.y, m.z) > r2;
+        int sp = 0;
+        stack[sp++] = 0;
+        while (sp > 0 && a) {
+            const int e = stack[--sp], l = e >> 27, j = e & ((1 << 27) - 1);
+            const float* box = l < depth ? nodes + 6 * (start[l] + j) : boxes + 6 * j;
+            if (let_box_d2(box, m.x, m.y, m.z) > r2) continue;
+            if (l == depth) { a = false; break; }
+            const int lo = j * LET_FAN, hi = min(lo + LET_FAN, count[l + 1]);
+            for (int k = hi - 1; k >= lo; k--) stack[sp++] = ((l + 1) << 27) | k;
         }
-        acc[start + i] = a;
+        acc[first + i] = a;
         opens[i] = a ? 0 : nchild[c];
+    }
+}
+
+// box_tree's level from the one below: node j the union of nodes (or boxes) LET_FAN j ..
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_box_union(const float* __restrict__ below, int n_below, float* __restrict__ out, int n_out)
+{
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n_out; j += gridDim.x * blockDim.x) {
+        float u[6] = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        for (int k = LET_FAN * j; k < min(LET_FAN * j + LET_FAN, n_below); k++)
+            for (int a = 0; a < 3; a++) {
+                u[a] = fminf(u[a], below[6 * k + a]);
+                u[3 + a] = fmaxf(u[3 + a], below[6 * k + 3 + a]);
+            }
+        for (int a = 0; a < 6; a++) out[6 * j + a] = u[a];
     }
 }
 

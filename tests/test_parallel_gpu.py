@@ -39,15 +39,17 @@ def _rel(a, b):
     return np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def _mpirun(k, n, out):
+def _mpirun(k, n, out, path):
     done = mpirun.script(k, "parallel_run.py", "gpu", n, STEPS, out, timeout=600,
-                         GALAXYVIEW_REBALANCE_EVERY="4")
+                         GALAXYVIEW_REBALANCE_EVERY="4", GALAXYVIEW_MIGRATE=path)
     assert done.returncode == 0, done.stderr[-3000:]
     return np.load(out)
 
 
-@pytest.mark.parametrize("n", [20_000, 400_000])
-def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n):
+@pytest.mark.parametrize("n, path", [(20_000, "device"), (400_000, "device"),
+                                     (400_000, "host")])
+def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path):
+    """The leavers device to device (CUDA IPC) and through the host give the same run."""
     from galaxyview.engines.cpu.direct import direct_forces
     from galaxyview.engines.gpu.engine import GPUEngine
 
@@ -60,7 +62,7 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n):
     e1 = one.energies()
     pos1 = one.state().pos
     one.close()
-    got = _mpirun(2, n, tmp_path / "k2.npz")
+    got = _mpirun(2, n, tmp_path / "k2.npz", path)
     err = _rel(got["acc"], acc1)
     assert np.median(err) < 5e-4 and np.percentile(err, 99) < 5e-3
     sample = np.arange(0, n, max(1, n // 2000))
@@ -75,7 +77,7 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n):
     assert int(got["steps"]) == STEPS and (got["ms"] >= 0).all()
     # particles crossed the domains' faces each step and moved rank (migrate.py), every one
     # once: the gathered state is the one GPU's
-    assert got["moved"] > 0
+    assert got["moved"] > 0 and got["device_path"] == (path == "device")
     assert np.percentile(np.linalg.norm(got["pos"] - pos1, axis=1), 99) < 1e-4
 
 

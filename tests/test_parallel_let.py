@@ -121,16 +121,20 @@ def test_arrivals_take_the_leavers_slots_and_every_slot_is_taken_once(n, leave, 
     assert set(move_from) <= set(survivors) and (move_from >= n_new).all()
 
 
-def test_ids_ride_with_the_rows_bit_for_bit():
-    from galaxyview.engines.parallel.migrate import split_ids, with_ids
+def test_meta_rides_with_the_rows_bit_for_bit():
+    """The device's meta words give back the global ids (any int64), radii, components and
+    galaxies (negative too) as they went in."""
+    from galaxyview.engines.parallel.migrate import pack_meta, unpack_meta
 
-    rows = np.random.default_rng(2).random((6, 14)).astype(np.float32)
     ids = np.array([0, 1, 2**40 + 5, 2**62 + 3, 0x7FC00000FFC00001, -1], np.int64)
-    both = with_ids(rows, ids)
-    shuffled = both[[3, 0, 5, 1, 4, 2]]  # rows travel, are sorted, copied
-    got_rows, got_ids = split_ids(np.concatenate([shuffled[:2], shuffled[2:]]))
-    assert np.array_equal(got_ids, ids[[3, 0, 5, 1, 4, 2]])
-    assert np.array_equal(got_rows, rows[[3, 0, 5, 1, 4, 2]])
+    radius = np.array([0, 1e-30, 2.5, np.inf, 3e38, 7e-3], np.float32)
+    component = np.array([0, 1, 2, 255, 7, 3], np.uint8)
+    galaxy = np.array([0, -1, 1, 32767, -32768, 5], np.int16)
+    meta = pack_meta(ids, radius, component, galaxy)
+    assert meta.dtype == np.int32 and meta.shape == (6, 4)
+    got = unpack_meta(meta.view(np.float32).copy().view(np.int32))  # rows travel as float32
+    for a, b in zip(got, (ids, radius, component, galaxy)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
 class _OneRank:
@@ -293,21 +297,29 @@ def test_a_gpu_tree_on_the_host_exports_the_same_let():
     assert 1 < len(gpu_cells) < tree.n_cells
 
 
-@pytest.mark.parametrize("n", [1, 10, 1000])
-def test_the_device_export_chunks_hold_their_boxes(n):
-    """let_test skips a chunk whose union is far: every box is in exactly one chunk and
-    inside its union."""
-    from galaxyview.engines.parallel.let_device import chunk_boxes
+@pytest.mark.parametrize("n", [1, 8, 9, 1000, 70_000])
+def test_the_device_exports_box_tree_holds_its_boxes(n):
+    """let_test skips a node whose union is far: every node is the union of its (up to 8)
+    children, the last level's children are the boxes, the root holds them all."""
+    from galaxyview.engines.parallel.let_device import FAN, box_tree
 
     rng = np.random.default_rng(n)
     lo = rng.standard_normal((n, 3)).astype(np.float32)
     boxes = np.c_[lo, lo + rng.random((n, 3), dtype=np.float32)]
-    first, unions = chunk_boxes(boxes)
-    assert first[0] == 0 and first[-1] == n and np.all(np.diff(first) > 0)
-    assert len(unions) == len(first) - 1 <= int(np.ceil(np.sqrt(n))) + 1
-    for j, (a, b) in enumerate(zip(first[:-1], first[1:])):
-        assert np.all(unions[j, :3] <= boxes[a:b, :3]) and np.all(unions[j, 3:] >= boxes[a:b, 3:])
-        assert np.all(unions[j, :3] == boxes[a:b, :3].min(axis=0))
+    nodes, start, count = box_tree(boxes)
+    depth = len(start)
+    assert count[-1] == n and len(count) == depth + 1 and FAN ** depth >= n
+    assert depth == 0 or (count[0] == 1 and len(nodes) == count[:-1].sum())
+    for lev in range(depth):
+        below = boxes if lev + 1 == depth else nodes[start[lev + 1]:start[lev + 1] + count[lev + 1]]
+        for j in range(count[lev]):
+            kids = below[FAN * j:FAN * (j + 1)]
+            assert len(kids) > 0
+            node = nodes[start[lev] + j]
+            assert np.array_equal(node, np.r_[kids[:, :3].min(axis=0), kids[:, 3:].max(axis=0)])
+        assert count[lev] == -(-len(below) // FAN)
+    if depth:
+        assert np.array_equal(nodes[0], np.r_[boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)])
 
 
 def test_export_against_many_boxes_is_the_export_against_each():

@@ -11,10 +11,13 @@ from galaxyview.model.params import Params
 pytestmark = [pytest.mark.gpu]
 
 
-def _engine(n, theta, seed):
+def _engine(n, theta, seed, room=1.0):
     from galaxyview.engines.parallel.gpu_rank import GPURank
 
     eng = GPURank(Params(theta=theta, dt=1 / 64, eps=0.05))
+    if room > 1:
+        with eng.activate():
+            eng.buf.ensure(int(room * n), eng._n_sm, eng._walk_blocks, eng._walk_threads)
     eng.load(plummer_sphere(n, np.random.default_rng(seed)))
     eng.accelerations()  # a tree of the current positions
     return eng
@@ -184,38 +187,148 @@ def test_group_boxes_are_the_walks_groups(n):
         eng.close()
 
 
-class _Rank:
-    """What the migration reads of a communicator in one process: its rank."""
+@pytest.mark.parametrize("n_boxes", [1, 9, 70_000])
+def test_device_box_tree_is_box_tree(n_boxes):
+    """let_box_union builds the numpy box_tree's nodes exactly, for every rank's boxes."""
+    from galaxyview.engines.parallel.let_device import box_tree
 
-    def __init__(self, rank):
-        self.rank = rank
+    eng = _engine(3000, 0.75, 1)
+    rng = np.random.default_rng(n_boxes)
+    lo = rng.standard_normal((n_boxes, 3)).astype(np.float32)
+    boxes = np.c_[lo, lo + rng.random((n_boxes, 3), dtype=np.float32)]
+    try:
+        with eng.activate():
+            per_rank = [boxes, boxes[::-1][:max(1, n_boxes // 3)].copy()]
+            where = eng._export._upload_boxes(per_rank)
+            for (_, node_at, start_at, count_at, depth), q in zip(where, per_rank):
+                nodes, start, count = box_tree(q)
+                assert depth == len(start)
+                assert np.array_equal(eng._download(start_at, np.int32, depth), start)
+                assert np.array_equal(eng._download(count_at, np.int32, depth + 1), count)
+                got = eng._download(node_at, np.float32, nodes.size).reshape(-1, 6)
+                assert np.array_equal(got, nodes)
+    finally:
+        eng.close()
+
+
+@pytest.mark.parametrize("mode", ["component", "galaxy", "speed", "potential"])
+def test_a_gpu_ranks_light_is_the_host_splat(mode):
+    """A GPU rank splats its particles on its device (render_pack.cu, render_splat.cu) into
+    the image the host splat (light.kernel, numba) makes of the same particles."""
+    from galaxyview.engines.parallel.rank import RankMixin
+    from galaxyview.light import LightView
+
+    eng = _engine(30_000, 0.75, 2)
+    rng = np.random.default_rng(4)
+    try:
+        n = eng._n
+        eng.ids = np.arange(n, dtype=np.int64)
+        eng._galaxy = (np.arange(n) % 3).astype(np.int16)
+        code = {"component": 0, "galaxy": 1}.get(mode, 2)
+        lo, hi = {"speed": (0.0, 1.2), "potential": (-3.0, -0.5)}.get(mode, (0.0, 1.0))
+        view = LightView(200, 150, np.diag([0.6, 0.8, 0.1, 1.0]).astype(np.float32), 3.0,
+                         0.05, mode, code, lo, hi, rng.random((256, 3), dtype=np.float32),
+                         rng.random((8, 4), dtype=np.float32),
+                         rng.random((8, 3), dtype=np.float32))
+        got = eng.local_light(view)
+        want = RankMixin.local_light(eng, view)
+    finally:
+        eng.close()
+    assert got.shape == want.shape == (150, 200, 4) and want[..., :3].min() >= 0
+    assert (want[..., :3] > 0).mean() > 0.05 and want.max() > 0.1  # a lit frame
+    assert got[..., :3].sum() == pytest.approx(want[..., :3].sum(), rel=1e-3)
+    # a pixel at a sprite's edge may take or miss it (rounding): such a sprite adds < 1e-3
+    np.testing.assert_allclose(got[..., :3], want[..., :3], rtol=2e-3, atol=2e-3)
+
+
+class _Rank:
+    """What the migration's device parts read of a communicator in one process."""
+
+    def __init__(self, rank, size):
+        self.rank, self.size = rank, size
 
 
 def _by_id(eng):
-    """(global id order) positions, velocities and forces of the engine's particles."""
+    """{global id: (pos, vel, mass, force)} of the engine's particles (duplicates kept apart
+    by their ids)."""
     st = eng.state()
     b = eng.buf
     acc = eng._download(b.ptr("acc"), np.float32, 4 * eng._n).reshape(-1, 4)
     loaded = eng._download(b.ptr(f"id{eng._cur}"), np.uint32, eng._n).astype(np.int64)
-    gid = eng.ids[loaded]
-    forces = acc[np.argsort(gid)]
-    order = np.argsort(eng.ids)
-    return st.pos[order], st.vel[order], st.mass[order], forces
+    assert np.array_equal(np.sort(loaded), np.arange(eng._n))  # the device ids: a permutation
+    force = np.empty_like(acc)
+    force[loaded] = acc
+    rows = np.c_[st.pos, st.vel, st.mass, force]
+    assert len(set(eng.ids.tolist())) == eng._n
+    return {int(g): tuple(r) for g, r in zip(eng.ids, rows)}
+
+
+def _outbox(eng, left):
+    """The outbox's rows (left, 16) float32, owners and the leavers' loaded slots."""
+    m, b = eng._migration, eng.buf
+    box = b.ptr("mig_box")
+    rows = eng._download(box, np.float32, 16 * left).reshape(left, 16)
+    owners = eng._download(box + 64 * m.cap, np.int32, left)
+    return rows, owners, eng._download(b.ptr("mig_lid"), np.uint32, left).astype(np.int64)
+
+
+def _to_inbox(eng, rows, owners):
+    m = eng._migration
+    m._ensure_inbox(len(rows))
+    eng._cuda.memcpy_htod(eng.buf.ptr("mig_in"), np.ascontiguousarray(rows, np.float32))
+    eng._cuda.memcpy_htod(eng.buf.ptr("mig_in") + 64 * m.in_cap,
+                          np.ascontiguousarray(owners, np.int32))
+
+
+def _migrate(eng, cube, cuts, back):
+    """Split, then back(rows, owners, lid) -> the inbox's (rows, owners) arrive: the
+    particles expected after (by id), the slots the device gave (ids of the mirrors)."""
+    from galaxyview.engines.parallel.migrate import slots, unpack_meta
+
+    mig, n, me = eng._migration, eng._n, eng.comm.rank
+    before = _by_id(eng)
+    old_ids = eng.ids.copy()
+    with eng.activate():
+        eng._meta_to_device()
+        left, counts = mig._split(cube, cuts)
+        rows, owners, lid = _outbox(eng, left)
+        got, got_owners = back(rows, owners, lid)
+        _to_inbox(eng, got, got_owners)
+        arrivals = int((got_owners == me).sum())
+        n_new = n - left + arrivals
+        mig._arrive(len(got), left, arrivals, n, n_new)
+    assert np.array_equal(counts, np.bincount(owners, minlength=eng.comm.size))
+    gone = set(unpack_meta(rows[:, 12:].view(np.int32))[0].tolist())
+    mine = got[got_owners == me]
+    came = unpack_meta(mine[:, 12:].view(np.int32))[0]
+    want = {g: r for g, r in before.items() if g not in gone}
+    for g, r in zip(came, mine):  # pos, vel, mass, force of a row
+        want[int(g)] = tuple(np.r_[r[0:3], r[4:7], r[3], r[8:12]])
+    after = _by_id(eng)
+    assert after.keys() == want.keys()
+    assert all(np.array_equal(np.float32(after[g]), np.float32(want[g])) for g in want)
+    at, move_from, move_to = slots(lid, n, n_new, arrivals)  # the reference's slots
+    assert np.array_equal(eng.ids[at], came)
+    assert np.array_equal(eng.ids[move_to], old_ids[move_from])
+    return left, n_new
 
 
 def test_device_keys_owners_and_the_leavers_round_trip():
     """domain_flags gives decompose's Hilbert keys and owners (a cube that clips some
-    particles); the leavers' rows are those particles; sent back as arrivals, they take the
-    freed slots and the particle set is the same, forces with it."""
+    particles); the outbox holds the leavers' rows with their meta; arrivals take the
+    slots of migrate.slots and the particles come with their forces, bit for bit: the same
+    set back, fewer (and rows for another rank skipped), more; and the whole set through the
+    host where the device has no room."""
     from galaxyview.engines.parallel import decompose
+    from galaxyview.engines.parallel.migrate import pack_meta, unpack_meta
     from galaxyview.engines.cpu import keys as mkeys
 
-    eng = _engine(200_000, 0.75, 3)
+    eng = _engine(200_000, 0.75, 3, room=1.5)
     try:
         n = eng._n
         eng.ids = np.arange(n, dtype=np.int64) * 3 + 7
-        eng.comm = _Rank(1)
-        before = _by_id(eng)
+        eng._galaxy = (np.arange(n) % 3 - 1).astype(np.int16)
+        eng.comm = _Rank(1, 4)
         with eng.activate():
             b = eng.buf
             pos, _ = b.set_ptrs(eng._cur)
@@ -236,22 +349,43 @@ def test_device_keys_owners_and_the_leavers_round_trip():
             want = decompose.owners(keys, cuts)
             assert np.array_equal(eng._download(owner, np.int32, n), want)
             assert np.array_equal(eng._download(flag, np.int32, n), want != 1)
-            rows, lid, dest = eng._migration._split(cube, cuts)
+            eng._meta_to_device()
+            left, counts = eng._migration._split(cube, cuts)
+            rows, owners, lid = _outbox(eng, left)
         leave = want != 1
-        assert 0.6 * n < len(lid) < 0.8 * n and np.array_equal(lid, loaded[leave])
-        assert np.array_equal(dest, want[leave]) and np.array_equal(rows[:, :3], host[leave])
-        with eng.activate():
-            eng._migration._append(lid, rows, eng.ids[lid], n, n)
-        assert eng._n == n and sorted(eng.ids) == sorted(np.arange(n) * 3 + 7)
-        for a, b_ in zip(before, _by_id(eng)):
-            assert np.array_equal(a, b_)
+        assert 0.6 * n < left < 0.8 * n and np.array_equal(lid, loaded[leave])
+        assert np.array_equal(owners, want[leave]) and np.array_equal(rows[:, :3], host[leave])
+        ids, radius, component, galaxy = unpack_meta(rows[:, 12:].view(np.int32))
+        assert np.array_equal(ids, eng.ids[lid]) and np.array_equal(galaxy, eng._galaxy[lid])
+        assert np.array_equal(component, eng._component[lid])
+        cuts = cuts[:2]  # to ranks 0 and 2 from here on
+        # the same set back (the rank's own leavers, as another rank's outbox would give them)
+        left, n_new = _migrate(eng, cube, cuts, lambda r, o, lid: (r, np.full(len(r), 1)))
+        assert n_new == n and left > 0
+        # only rank 0's back; rank 2's rows in the inbox too, for rank 2: fewer particles
+        left, n_new = _migrate(eng, cube, cuts,
+                               lambda r, o, lid: (r, np.where(o == 0, 1, 2)))
+        assert n_new < n
+        # all back, and as many more (new ids): more particles
+        def twice(r, o, lid):
+            extra = r.copy()
+            ids, radius, component, galaxy = unpack_meta(r[:, 12:].view(np.int32))
+            extra[:, 12:] = pack_meta(ids + 10**12, radius, component, galaxy).view(np.float32)
+            return np.r_[r, extra], np.full(2 * len(r), 1)
+        m = eng._n
+        left, n_new = _migrate(eng, cube, cuts, twice)
+        assert n_new == m + left <= eng.buf.n_cap
         # no room on the device for the arrivals: the whole set goes up again from the host
+        before = _by_id(eng)
         with eng.activate():
-            rows, lid, dest = eng._migration._split(cube, cuts[:1])
-        eng._upload_rows(*eng._migration._whole(lid, rows, eng.ids[lid]))
-        assert eng._n == n and eng.buf.n_cap >= 1.1 * n
-        for a, b_ in zip(before, _by_id(eng)):
-            assert np.array_equal(a, b_)
+            left, _ = eng._migration._split(cube, cuts)
+            rows, _, _ = _outbox(eng, left)
+            _to_inbox(eng, rows, np.full(left, 1))
+            whole = eng._migration._whole(left, left)
+        eng._upload_rows(*whole)
+        assert _by_id(eng).keys() == before.keys()
+        after = _by_id(eng)
+        assert all(np.array_equal(np.float32(after[g]), np.float32(before[g])) for g in before)
     finally:
         eng.comm = None
         eng.close()

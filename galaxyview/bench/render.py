@@ -17,7 +17,8 @@ from galaxyview.engines import create_engine
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 from galaxyview.render.offscreen import OffscreenRenderer
-from galaxyview.render.sources import SHUFFLE_STRIDE, HostSource
+from galaxyview.light.device import SHUFFLE_STRIDE
+from galaxyview.render.sources import HostSource
 
 
 def _median_ms(fn, frames: int) -> float:

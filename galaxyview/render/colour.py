@@ -12,7 +12,6 @@ from galaxyview.light.kernel import NEEDS_POTENTIAL, particle_values
 from galaxyview.model.density import tree_density
 from galaxyview.render.look import mode_code
 
-DEVICE_VALUES = {"speed": 0, "potential": 1, "energy": 2, "mass": 3, "vz": 5, "z": 6}  # render_pack.cu
 LABELS = {"speed": "speed", "potential": "potential φ", "energy": "binding energy v²/2 + φ",
           "density": "log10 density", "galaxy": "galaxy of origin", "component": "component",
           "mass": "log10 mass", "vz": "vertical velocity", "z": "height z"}

@@ -11,6 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from galaxyview.errors import ParameterError
+from galaxyview.light.device import LUT_SIZE  # render_splat.cu's colour map entries
 from galaxyview.model.params import TREE_MAX_LEVEL as MAX_TREE_LEVEL
 from galaxyview.model.state import Component
 
@@ -18,7 +19,6 @@ from galaxyview.model.state import Component
 COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density", "mass", "vz",
                 "z")
 COLOUR_MAPS = ("viridis", "inferno", "magma", "fire", "ice", "coolwarm", "cubehelix", "hot")
-LUT_SIZE = 256
 # galaxies of origin 0..7 (more wrap around): distinct hues of even brightness
 GALAXY_COLOURS = ((0.35, 0.65, 1.0), (1.0, 0.55, 0.25), (0.45, 0.95, 0.45), (1.0, 0.4, 0.7),
                   (0.95, 0.9, 0.35), (0.6, 0.45, 1.0), (0.3, 0.95, 0.9), (0.9, 0.9, 0.9))

@@ -10,13 +10,12 @@ from galaxyview.cuda.context import pushed
 from galaxyview.errors import EngineError
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
-from galaxyview.render.colour import DEVICE_VALUES, engine_values
+from galaxyview.light.device import DEVICE_VALUES, SHUFFLE_STRIDE, VALUES_FROM_ENGINE
+from galaxyview.render.colour import engine_values
 from galaxyview.render.look import mode_code
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
 
 BLOCK = 256
-VALUES_FROM_ENGINE = 4  # render_pack.cu: the value is the engine's DeviceView.values array
-SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
 # host path: the light is splatted on the host from one particle per this many pixels (under
 # llvmpipe the sprites cost about 0.9 us of CPU a particle, the splat's clear and upload about
 # 15 ns a pixel: even at about 60 pixels a particle)

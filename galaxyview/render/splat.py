@@ -15,15 +15,12 @@ import math
 import numpy as np
 from vispy import gloo
 
-from galaxyview.model.state import Component
+from galaxyview.light.device import P_FLOATS, splat_params
 from galaxyview.render.interop import (GLBufferResource, GLTextureResource, map_together,
                                        unmap_together)
-from galaxyview.render.look import COMPONENT_COLOURS, GALAXY_COLOURS, LUT_SIZE
-from galaxyview.render.particles import light_gain
+from galaxyview.render.host_splat import light_view
 
 BLOCK = 256
-P_GALAXY, P_LUT = 56, 80  # as in kernels/render_splat.cu
-P_FLOATS = P_LUT + 3 * LUT_SIZE
 
 
 def gl_handle(gl_context, obj) -> int:
@@ -43,7 +40,6 @@ class CudaSplatter:
         self._kernel = module.functions["splat"]  # prepared from its C signature
         self._params = cuda.mem_alloc(P_FLOATS * 4)
         self._host_params = cuda.pagelocked_zeros(P_FLOATS, np.float32)
-        self._host_params[P_GALAXY:P_LUT] = np.ravel(GALAXY_COLOURS)
         self._buffers = {}  # size -> (texture, its CUDA registration, light buffer)
 
     def _buffers_for(self, size, registered: bool):
@@ -78,13 +74,7 @@ class CudaSplatter:
         s = self.stream
         s.synchronize()  # the last frame's copy of the parameters is done with them
         p = self._host_params
-        p[:16] = camera.mvp(w / max(h, 1)).ravel()
-        for code in range(8):
-            p[16 + 4 * code:20 + 4 * code] = COMPONENT_COLOURS.get(
-                code, COMPONENT_COLOURS[Component.STAR])
-        _, code, (lo, hi), lut = colouring
-        p[48:53] = (look.point_size, light_gain(n), code, lo, hi)
-        p[P_LUT:] = lut.ravel()
+        p[:] = splat_params(light_view(camera, look, size, colouring, n))
         self._cuda.memcpy_htod_async(self._params, p, s)  # host to device: 3.4 kB
         self._cuda.memset_d32_async(light, 0, w * h * 4, s)
         if not registered:

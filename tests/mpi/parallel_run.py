@@ -24,6 +24,7 @@ try:
     e0 = engine.energies()
     engine.step(steps)
     moved = engine.stats.figures.get("moved_out", -1.0)  # the last step's leavers (GPU ranks)
+    device_path = engine.stats.figures.get("moved_device", -1.0)  # 1: through CUDA IPC
     e1 = engine.energies()
     state = engine.state()
     acc1, _ = engine.accelerations()
@@ -32,7 +33,8 @@ try:
              ms=[engine.stats.timings_ms.get(k, -1) for k in
                  ("decompose", "exchange", "let_build", "walk", "let_comm", "let_walk",
                   "integrate")],
-             counts=[len(a) for a in [engine.rank_ms]], moved=moved)
+             counts=[len(a) for a in [engine.rank_ms]], moved=moved,
+             device_path=device_path)
     engine.close()
 finally:
     stop_serving(comm)

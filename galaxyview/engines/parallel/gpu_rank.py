@@ -12,8 +12,11 @@ an always-opened root (as let.device_forest does); the engine's own walk kernel 
 the local groups into a second buffer, which `let_add` adds to the local forces. When the tree
 outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
 running beside it. At each step's start the particles that left their domain move to its
-owner (migrate.py: only they pass through the host); every REBALANCE_EVERY steps
-(GALAXYVIEW_REBALANCE_EVERY) the splitters are made anew from a sample of the particles.
+owner (migrate.py: device to device on one host); every REBALANCE_EVERY steps
+(GALAXYVIEW_REBALANCE_EVERY) the splitters are made anew from a sample of the particles. The
+particles' global ids, radii, components and galaxies live on the device with them ('meta',
+loaded order); the rank's host arrays of them are mirrors, read back when asked for after the
+device moved particles.
 """
 from __future__ import annotations
 
@@ -29,10 +32,13 @@ from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STAC
                                               ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import decompose, let, let_device
-from galaxyview.engines.parallel.migrate import Migration
+from galaxyview.engines.parallel.let_device import T
+from galaxyview.engines.parallel.migrate import Migration, pack_meta, unpack_meta
 from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
                                               VEL, RankMixin)
 from galaxyview.errors import EngineError
+from galaxyview.light.device import (DEVICE_VALUES, P_FLOATS, SHUFFLE_STRIDE,
+                                     VALUES_FROM_ENGINE, splat_params)
 
 REBALANCE_EVERY = 8  # steps between new splitters (between them, only the leavers move)
 DECOMPOSE_SAMPLE = 65536  # particles a rank samples for new splitters
@@ -79,11 +85,37 @@ def host_tree(cells: dict, n_leaf: int) -> Tree:
                 cell_mass=cells["cell_mass"], com=cells["com"], quad=cells["quad"])
 
 
+def _mirror(name: str):
+    """A host array of the particles' meta in loaded order (GPURank): read back from the
+    device when the device moved particles; set, it goes to the device before the next
+    migration."""
+    key = "_host" + name
+
+    def get(self):
+        if self._meta_stale:
+            self._meta_to_host()
+        return self.__dict__[key]
+
+    def put(self, value):
+        if self._meta_stale:
+            self._meta_to_host()
+        self.__dict__[key] = value
+        self._meta_dirty = True
+
+    return property(get, put)
+
+
 class GPURank(RankMixin, GPUEngine):
     extra_kernels = (("parallel LET", LET_ADD),
                      ("parallel_let.cu", read_kernel("parallel_let.cu")),
-                     ("parallel_domain.cu", read_kernel("parallel_domain.cu")))
+                     ("parallel_domain.cu", read_kernel("parallel_domain.cu")),
+                     ("render_pack.cu", read_kernel("render_pack.cu")),
+                     ("render_splat.cu", read_kernel("render_splat.cu")))
     row_dtype = np.float32  # the device holds float32: half the bytes through the host
+    _meta_stale = False  # the device moved particles: the host mirrors are out of date
+    _meta_dirty = True  # a host mirror was set: the device's meta is out of date
+    ids, _component = _mirror("ids"), _mirror("_component")
+    _galaxy, _radius = _mirror("_galaxy"), _mirror("_radius")
 
     def __init__(self, params=None, gravity=None, device: int = 0):
         super().__init__(params, gravity, device)
@@ -109,15 +141,36 @@ class GPURank(RankMixin, GPUEngine):
             with self.activate():  # the pinned buffers go while their context is there
                 self._staging.clear()
                 self._export.close()
+                self._migration.close()
         super().close()
 
     # -- the domain ------------------------------------------------------------------------
     def _load_rows(self, rows: np.ndarray, local) -> None:
+        self._meta_stale = False  # the device's meta goes: no need to read it back
         with self.activate():  # room for a tenth more: the domains' shares move
             self.buf.ensure(int(1.1 * len(rows)) + 64, self._n_sm, self._walk_blocks,
                             self._walk_threads)
         self.load(local)  # float32 on the device: float64 positions are rounded once
         self._since = 0
+
+    def _meta_to_device(self) -> None:
+        """(in the context) The host mirrors to the device's meta, when one was set."""
+        if not self._meta_dirty:
+            return
+        meta = pack_meta(self.ids, self._radius, self._component, self._galaxy)
+        self._cuda.memcpy_htod(self.buf.per_particle("meta", 16), meta)
+        self._meta_dirty = False
+
+    def _meta_to_host(self) -> None:
+        """The device's meta to the host mirrors, when the device moved particles."""
+        if not self._meta_stale:
+            return
+        with self.activate():
+            meta = self._download(self.buf.ptr("meta"), np.int32, 4 * self._n).reshape(-1, 4)
+        d = self.__dict__
+        d["_hostids"], d["_host_radius"], d["_host_component"], d["_host_galaxy"] = \
+            unpack_meta(meta)
+        self._meta_stale = False
 
     def local_view(self, exact: bool) -> tuple:
         st = self.state()
@@ -142,8 +195,7 @@ class GPURank(RankMixin, GPUEngine):
             return
         t0 = perf_counter()
         if decompose_anew:
-            _, sample = self.sample_state(DECOMPOSE_SAMPLE)
-            pos32 = sample.pos.astype(np.float32)
+            pos32 = self._sample_positions(DECOMPOSE_SAMPLE)
             self.cube = decompose.global_cube(self.comm, pos32)
             keys = decompose.particle_keys(pos32, self.cube)
             self.cuts = decompose.splitters(self.comm, keys, self.cost,
@@ -156,6 +208,47 @@ class GPURank(RankMixin, GPUEngine):
         self.parallel_ms.update(decompose=1e3 * (t1 - t0), exchange=1e3 * (perf_counter() - t1),
                                 **moved)
 
+    def local_light(self, view) -> np.ndarray:
+        """The light of this rank's particles for `view`, splatted on its GPU as the window's
+        draw path splats (render_pack.cu, render_splat.cu): only the image leaves the
+        device."""
+        b, n, k = self.buf, self._n, self.kernels
+        w, h = view.width, view.height
+        with self.activate():
+            self._sync()
+            self._meta_to_device()
+            pos, vel = b.set_ptrs(self._cur)
+            code, vals = DEVICE_VALUES.get(view.mode, 0), 0
+            if view.mode == "galaxy":
+                b._alloc("light_vals", 4 * n)
+                vals = b.ptr("light_vals")
+                k.launch("meta_galaxy", (self._grid(), 1, 1), T, b.ptr("meta"),
+                         b.ptr(f"id{self._cur}"), n, vals)
+            elif view.mode == "density":
+                vals = self._device_values("density") or 0
+            if vals:
+                code = VALUES_FROM_ENGINE
+            b._alloc("light_verts", 24 * n)
+            b._alloc("light_params", 4 * P_FLOATS)
+            b._alloc("light_image", 16 * w * h)
+            blocks = (-(-n // 256), 1, 1)
+            k.launch("pack_vertices", blocks, T, pos, vel, b.ptr("acc"), vals, 0,
+                     b.ptr("light_verts"), n, np.uint64(SHUFFLE_STRIDE), code)
+            self._cuda.memcpy_htod(b.ptr("light_params"), splat_params(view))
+            self._cuda.memset_d32(b.ptr("light_image"), 0, 4 * w * h)
+            k.launch("splat", blocks, T, b.ptr("light_verts"), n, b.ptr("light_params"),
+                     b.ptr("light_image"), w, h)
+            return self._download(b.ptr("light_image"), np.float32, 4 * w * h).reshape(h, w, 4)
+
+    def _sample_positions(self, count: int) -> np.ndarray:
+        """(m, 3) float32: every k-th particle's position along the sorted order, about
+        `count` of them (strided copies)."""
+        k = max(1, self._n // max(int(count), 1))
+        with self.activate():
+            self._sync()
+            pos, _ = self.buf.set_ptrs(self._cur)
+            return self._download_rows(pos, np.float32, 4, k, -(-self._n // k))[:, :3]
+
     def _upload_rows(self, rows: np.ndarray, ids: np.ndarray) -> None:
         """This rank's particles anew from rows (rank.pack's columns, forces included: no
         evaluation) and their global ids; room for a tenth more (the domains' share moves)."""
@@ -163,6 +256,7 @@ class GPURank(RankMixin, GPUEngine):
         pos4 = np.ascontiguousarray(np.c_[rows[:, POS], rows[:, MASS]], np.float32)
         vel4 = np.ascontiguousarray(np.c_[rows[:, VEL], rows[:, COMPONENT]], np.float32)
         acc4 = np.ascontiguousarray(np.c_[rows[:, ACC], rows[:, POT]], np.float32)
+        self._meta_stale = False  # the device's meta goes: no need to read it back
         self.ids = np.asarray(ids, np.int64)
         self._component = rows[:, COMPONENT].astype(np.uint8)
         self._galaxy = rows[:, GALAXY].astype(np.int16)
@@ -194,10 +288,16 @@ class GPURank(RankMixin, GPUEngine):
         export queued before the walk."""
         if ev is None or self._alone() or self._boxes is not None:
             return
+        t0 = perf_counter()
         self._let_ev[0].record()  # the multipoles end here; the LET phase starts
-        self._boxes = self._share_boxes(self._domain_boxes(ev))
+        mine = self._domain_boxes(ev)
+        t1 = perf_counter()
+        self._boxes = self._share_boxes(mine)
+        t2 = perf_counter()
         self._queue_export(self.comm.rank)
         self._in_span = True  # events 0..2 recorded; run_force records its 4 next
+        self.parallel_ms.update(let_box_fetch=1e3 * (t1 - t0), let_box_share=1e3 * (t2 - t1),
+                                let_queue=1e3 * (perf_counter() - t2))
 
     def _domain_boxes(self, ev) -> np.ndarray:
         """(B, 6) float32 lo, hi: the boxes of the groups of the tree just built (their
@@ -216,13 +316,14 @@ class GPURank(RankMixin, GPUEngine):
         cuda.memcpy_dtoh_async(part, p("bbox"), side)
         side.wait_for_event(self._let_ev[6])
         cuda.memcpy_dtoh_async(status, p("status"), side)
-        cuda.memcpy_dtoh_async(groups, p("let_gboxes"), side)
         side.synchronize()
         n_groups = int(status[ST_GROUPS])
         if (self.let_boxes == "domain" or int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS)
                 or n_groups > b.group_cap):
             part = part.reshape(-1, 6)
             return np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)].reshape(1, 6)
+        cuda.memcpy_dtoh_async(groups[:6 * n_groups], p("let_gboxes"), side)  # these only
+        side.synchronize()
         return groups[:6 * n_groups].reshape(-1, 6).copy()
 
     def _own_boxes(self) -> np.ndarray:

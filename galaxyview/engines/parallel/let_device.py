@@ -4,7 +4,7 @@ stream after the multipoles; one device-to-host copy of the compact result (pinn
 stream.
 
 Per remote domain: one launch to start, then per tree level the acceptance test (against
-every box of the domain, in chunks: chunk_boxes), an exclusive
+every box of the domain, through a tree of their unions: box_tree), an exclusive
 scan of the opened cells' children (three launches: block sums, their scan, the apply) and the
 expansion into the next frontier; then the particles per cell (a scan) and the gather of the
 rows. No host synchronisation inside: the frontier sizes stay on the device. The output holds
@@ -18,11 +18,14 @@ import numpy as np
 
 from galaxyview.engines.gpu.constants import MAX_LEVEL
 from galaxyview.engines.parallel.let import CELL_WIDTH, MARGIN, PARTICLE_WIDTH
+from galaxyview.errors import EngineError
 
 T = (256, 1, 1)
 LC_OUT_C, LC_OUT_P, LC_OVERFLOW = 6, 7, 8
 CTL_WORDS = 16
 MIN_OUT = 1 << 16  # rows of the first output buffers
+FAN = 8  # nodes of box_tree under one (LET_FAN in the kernel)
+MAX_DEPTH = 9  # box_tree's levels above the boxes that let_test's stack holds (8^9 boxes)
 
 
 class DeviceExport:
@@ -51,7 +54,7 @@ class DeviceExport:
         eng = self.eng
         b, k = eng.buf, eng.kernels
         p = b.ptr
-        boxes = [_valid(q) for q in boxes]
+        boxes = [_valid(q) if r != skip else q for r, q in enumerate(boxes)]
         self._queued = [r for r in range(len(boxes)) if r != skip and len(boxes[r])]
         where = self._upload_boxes([boxes[r] for r in self._queued])
         b._alloc("let_ctl", 4 * CTL_WORDS)
@@ -66,12 +69,12 @@ class DeviceExport:
         grid = (blocks, 1, 1)
         npos, _ = b.set_ptrs(eng._cur)
         margin = float(np.float32(MARGIN))
-        for j, (box_at, first_at, chunk_at, n_chunks) in enumerate(where):
+        for j, (box_at, node_at, start_at, count_at, depth) in enumerate(where):
             k.launch("let_begin", (1, 1, 1), (1, 1, 1), ctl, list_, int(j == 0))
             for lev in range(MAX_LEVEL + 1):
                 s = lev & 1
                 k.launch("let_test", grid, T, lev, p("cell_mac"), p("nchild"), list_, ctl,
-                         box_at, first_at, chunk_at, n_chunks, margin, acc, opens)
+                         box_at, node_at, start_at, count_at, depth, margin, acc, opens)
                 scan(k, opens, ctl + 4 * (2 * s + 1), offs, ctl + 4 * 9, sums, blocks)
                 k.launch("let_expand", grid, T, lev, p("child"), list_, ctl, b.cell_cap, opens,
                          offs, kid0)
@@ -86,29 +89,34 @@ class DeviceExport:
                      self.cap_parts)
 
     def _upload_boxes(self, per_rank: list) -> list:
-        """Queue the upload of the queued ranks' boxes in chunks (chunk_boxes); per rank the
-        device addresses of its boxes, chunk starts and chunk boxes, and its chunk count."""
+        """Queue the upload of the queued ranks' boxes and the build of their box_tree
+        (let_box_union, level on level from the boxes up); per rank the device addresses of
+        its boxes, nodes, level starts and counts, and its depth."""
         eng, b = self.eng, self.eng.buf
-        parts = [chunk_boxes(q) for q in per_rank]
-        n_boxes = sum(len(q) for q in per_rank)
-        n_chunks = sum(len(c) for _, c in parts)
-        # one pinned float32 buffer: boxes, chunk boxes, then the chunk starts (int32 bits)
-        size = 6 * n_boxes + 6 * n_chunks + n_chunks + len(parts)
-        host = self._host("boxes", size)
-        b._alloc("let_boxes", 4 * size)
-        base = b.ptr("let_boxes")
-        at_box, at_chunk, at_first = 0, 6 * n_boxes, 6 * (n_boxes + n_chunks)
-        where = []
-        for q, (first, chunk) in zip(per_rank, parts):
-            host[at_box:at_box + q.size] = q.reshape(-1)
-            host[at_chunk:at_chunk + chunk.size] = chunk.reshape(-1)
-            host[at_first:at_first + len(first)].view(np.int32)[:] = first
-            where.append((base + 4 * at_box, base + 4 * at_first, base + 4 * at_chunk,
-                          len(chunk)))
-            at_box, at_chunk, at_first = (at_box + q.size, at_chunk + chunk.size,
-                                          at_first + len(first))
-        if size:
+        levels = [tree_levels(len(q)) for q in per_rank]
+        # one float32 buffer: per rank its boxes, nodes, then starts and counts (int32)
+        sizes = [q.size + 6 * int(count[:-1].sum()) + len(start) + len(count)
+                 for q, (start, count) in zip(per_rank, levels)]
+        host = self._host("boxes", sum(sizes))
+        b._alloc("let_boxes", 4 * sum(sizes))
+        base, at, where = b.ptr("let_boxes"), 0, []
+        for q, (start, count) in zip(per_rank, levels):
+            box_at, node_at = base + 4 * at, base + 4 * (at + q.size)
+            host[at:at + q.size] = q.reshape(-1)
+            at += q.size + 6 * int(count[:-1].sum())
+            host[at:at + len(start)] = start.view(np.float32)
+            host[at + len(start):at + len(start) + len(count)] = count.view(np.float32)
+            where.append((box_at, node_at, base + 4 * at, base + 4 * (at + len(start)),
+                          len(start)))
+            at += len(start) + len(count)
+        if sizes:
             eng._cuda.memcpy_htod_async(base, host)
+        for (box_at, node_at, *_), (start, count) in zip(where, levels):
+            for lev in range(len(start) - 1, -1, -1):
+                below = box_at if lev == len(start) - 1 else node_at + 24 * int(start[lev + 1])
+                eng.kernels.launch("let_box_union", (eng._grid(int(count[lev])), 1, 1), T,
+                                   below, int(count[lev + 1]), node_at + 24 * int(start[lev]),
+                                   int(count[lev]))
         return where
 
     def _ensure_out(self, cells: int, parts: int) -> None:
@@ -176,18 +184,37 @@ def scan(k, vals, n_ptr, out, total_ptr, sums, blocks: int) -> None:
 
 
 def _valid(boxes) -> np.ndarray:
-    """(B, 6) float32 boxes without the empty (inverted) ones."""
-    q = np.asarray(boxes, np.float32).reshape(-1, 6)
-    return np.ascontiguousarray(q[np.all(q[:, :3] <= q[:, 3:], axis=1)])
+    """(B, 6) float32 boxes without the empty (inverted) ones (the boxes as they are when
+    none is: no copy)."""
+    q = np.ascontiguousarray(boxes, np.float32).reshape(-1, 6)
+    ok = (q[:, 0] <= q[:, 3]) & (q[:, 1] <= q[:, 4]) & (q[:, 2] <= q[:, 5])
+    return q if ok.all() else np.ascontiguousarray(q[ok])
 
 
-def chunk_boxes(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Consecutive boxes (B, 6) in about sqrt(B) chunks for let_test: (first (C + 1,) int32:
-    chunk j holds boxes first[j]..first[j + 1]; (C, 6) float32 their unions)."""
-    if not len(boxes):
-        return np.zeros(1, np.int32), np.zeros((0, 6), np.float32)
-    size = max(1, int(np.ceil(np.sqrt(len(boxes)))))
-    first = np.r_[np.arange(0, len(boxes), size), len(boxes)].astype(np.int32)
-    lo = np.minimum.reduceat(boxes[:, :3], first[:-1])
-    hi = np.maximum.reduceat(boxes[:, 3:], first[:-1])
-    return first, np.ascontiguousarray(np.c_[lo, hi], np.float32)
+def tree_levels(n_boxes: int) -> tuple[np.ndarray, np.ndarray]:
+    """box_tree's shape over n_boxes >= 1 boxes: (level l's first node start[l] (depth,),
+    the levels' node counts from the root's down, the boxes last (depth + 1,)), int32."""
+    sizes = [n_boxes]
+    while sizes[-1] > 1:
+        sizes.append(-(-sizes[-1] // FAN))
+    if len(sizes) - 1 > MAX_DEPTH:
+        raise EngineError(f"{n_boxes:,} boxes describe one domain; the LET export takes at "
+                          f"most {FAN ** MAX_DEPTH:,}: use more processes")
+    count = np.array(sizes[:0:-1] + [n_boxes], np.int32)
+    return np.r_[0, np.cumsum(count[:-1])][:-1].astype(np.int32), count
+
+
+def box_tree(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The unions of consecutive boxes (B, 6), FAN under each, level on level up to one
+    (let_box_union builds the same on the device): (nodes (N, 6) float32 from the root's
+    level down, and tree_levels' start and count). Boxes along a curve make compact unions,
+    so let_test skips most of them a node at a time."""
+    boxes = np.ascontiguousarray(boxes, np.float32).reshape(-1, 6)
+    start, count = tree_levels(len(boxes))
+    nodes = np.zeros((int(count[:-1].sum()), 6), np.float32)
+    below = boxes
+    for lev in range(len(start) - 1, -1, -1):
+        first = np.arange(0, len(below), FAN)
+        below = nodes[start[lev]:start[lev] + count[lev]] = np.c_[
+            np.minimum.reduceat(below[:, :3], first), np.maximum.reduceat(below[:, 3:], first)]
+    return nodes, start, count

@@ -3,91 +3,160 @@
 Between two decompositions the particles drift across the domains' faces; left where they
 are, every rank's domain reaches further into the others' each step, and so do the LETs
 (2 H200, 1M Plummer, no rebalance: the LET grew 50k, 112k, 169k, 224k, 269k particles over
-the first five evaluations). So every step, as Bonsai does, only the leavers move: on the
-device each particle's Hilbert key in the decomposition's cube and its owner among the
-splitters (kernels/parallel_domain.cu), the stayers compacted in order into the idle set and
-the leavers' rows (pos, vel, acc) gathered; the leavers through the host to their owners;
-the arrivals appended on the device. The host's arrays in loaded order (component, galaxy,
-radius, global ids) give the leavers' slots to the arrivals (`slots`), so the device's ids
-stay a permutation of 0..n-1 and only the moved particles are touched on the host.
+the first five evaluations). So every step, as Bonsai does, only the leavers move. On the
+device (kernels/parallel_domain.cu): each particle's Hilbert key in the decomposition's cube
+and its owner among the splitters, the stayers compacted in order into the idle set, the
+leavers' rows (pos, vel, acc and their meta: global id, radius, component, galaxy) in an
+outbox. The ranks exchange only their counts; then each fills its inbox with the rows of the
+others' outboxes: device to device through CUDA IPC where every rank is on one host with
+peer access (the "device" path), through the host and MPI otherwise ("host";
+GALAXYVIEW_MIGRATE=auto|device|host). The arrivals take the loaded-order slots the leavers
+freed (`slots`, the same on the device), so the device's ids stay a permutation of 0..n-1;
+the meta stays on the device (the rank's host arrays are read back when asked for).
 """
 from __future__ import annotations
 
+import os
+import socket
+import zlib
 from time import perf_counter
 
 import numpy as np
 
-from galaxyview.engines.parallel import decompose
 from galaxyview.engines.parallel.let_device import T, scan
-from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
-                                              VEL, pack)
+from galaxyview.engines.parallel.rank import pack
+from galaxyview.errors import EngineError
 
-HOST_ARRAYS = ("_component", "_galaxy", "_radius", "ids")  # the rank's, in loaded order
-
-
-def slots(holes: np.ndarray, n: int, n_new: int, arrivals: int):
-    """The loaded-order slots after `holes` (the leavers' ids among 0..n-1) left and
-    `arrivals` came, n_new = n - len(holes) + arrivals: (the arrivals' slots, the survivors'
-    ids at or beyond n_new, the slots they move to). Every slot of 0..n_new-1 is then taken
-    once."""
-    holes = np.sort(np.asarray(holes, np.int64))
-    free = np.r_[holes[holes < n_new], np.arange(n, n_new, dtype=np.int64)]
-    move_from = np.setdiff1d(np.arange(n_new, n, dtype=np.int64), holes, assume_unique=True)
-    return free[:arrivals], move_from, free[arrivals:]
+ROW = 64  # bytes of a row: pos, vel, acc, meta (4 x 16)
+PATHS = ("auto", "device", "host")
+MAX_RANKS = 1024  # domain_owner_counts' histogram
 
 
-def with_ids(rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """float32 rows with the int64 ids behind them as two columns of their bits (one
-    message, not two)."""
-    both = np.empty((len(rows), rows.shape[1] + 2), np.float32)
-    both[:, :-2] = rows
-    both[:, -2:] = np.asarray(ids, np.int64)[:, None].view(np.float32)
-    return both
+def migrate_path() -> str:
+    text = os.environ.get("GALAXYVIEW_MIGRATE", "auto")
+    if text not in PATHS:
+        raise EngineError(f"GALAXYVIEW_MIGRATE={text!r}: give one of {', '.join(PATHS)}")
+    return text
 
 
-def split_ids(both: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows and ids of with_ids."""
-    return both[:, :-2], np.ascontiguousarray(both[:, -2:]).view(np.int64)[:, 0]
+def pack_meta(ids, radius, component, galaxy) -> np.ndarray:
+    """(n, 4) int32 of the device's meta: the global id's low and high words, the radius's
+    float32 bits, component | galaxy << 8 (galaxy as 16 bits)."""
+    n = len(ids)
+    meta = np.empty((n, 4), np.int32)
+    meta[:, :2] = np.asarray(ids, np.int64).reshape(-1, 1).view(np.int32).reshape(n, 2)
+    meta[:, 2] = np.asarray(radius, np.float32).view(np.int32)
+    gal = np.asarray(galaxy, np.int16).view(np.uint16).astype(np.int32)
+    meta[:, 3] = np.asarray(component, np.uint8).astype(np.int32) | (gal << 8)
+    return meta
+
+
+def unpack_meta(meta: np.ndarray):
+    """(ids int64, radius float32, component uint8, galaxy int16) of pack_meta's rows."""
+    meta = np.ascontiguousarray(meta, np.int32)
+    ids = meta[:, :2].copy().view(np.int64)[:, 0]
+    radius = meta[:, 2].copy().view(np.float32)
+    component = (meta[:, 3] & 0xFF).astype(np.uint8)
+    galaxy = ((meta[:, 3] >> 8) & 0xFFFF).astype(np.uint16).view(np.int16)
+    return ids, radius, component, galaxy
+
+
+def slots(lid: np.ndarray, n: int, n_new: int, arrivals: int):
+    """The loaded-order slots after the leavers (their slots `lid`, in leaver order) left and
+    `arrivals` came, n_new = n - len(lid) + arrivals, as the device's slot kernels give them:
+    (the arrivals' slots, the survivors' slots at or beyond n_new, the slots they move to).
+    Every slot of 0..n_new-1 is then taken once."""
+    lid = np.asarray(lid, np.int64)
+    none = np.zeros(0, np.int64)
+    if n_new >= n:
+        return np.r_[lid, np.arange(n, n + arrivals - len(lid))][:arrivals], none, none
+    low = lid[lid < n_new]
+    survivor = np.ones(n - n_new, bool)
+    survivor[lid[lid >= n_new] - n_new] = False
+    return low[:arrivals], n_new + np.flatnonzero(survivor), low[arrivals:]
 
 
 class Migration:
-    """The leaver exchange of one GPU rank (its device scratch, its host arrays' room)."""
+    """The leaver exchange of one GPU rank: its device scratch, outbox and inbox, and the
+    other ranks' outboxes opened through CUDA IPC."""
 
     def __init__(self, eng):
         self.eng = eng
-        self._room: dict = {}  # host arrays with spare room, by name
         self._cuts = None  # the splitters on the device
+        self.cap = self.in_cap = 0  # rows of the outbox, of the inbox
+        self.gen = 0  # outboxes allocated: the others reopen theirs when it changes
+        self.path = None  # "device" or "host", agreed at the first run
+        self._peers: dict = {}  # rank -> (its gen, the opened IPC handle)
+        self._gens = None  # every rank's gen when the handles were last exchanged
+
+    def close(self) -> None:
+        """Close the other ranks' outboxes (within the engine's context)."""
+        for _, handle in self._peers.values():
+            handle.close()
+        self._peers.clear()
 
     def run(self, cube, cuts: np.ndarray) -> dict:
         """Collective: every particle to the owner of its key. Returns what moved here and
-        the ms of the parts: the device split with the leavers' download, the exchange, the
-        arrivals' upload."""
-        eng = self.eng
+        the ms of the parts: the device split, the counts' exchange with the inbox's filling,
+        the arrivals' placing."""
+        eng, comm = self.eng, self.eng.comm
         t0 = perf_counter()
+        if self.path is None:
+            self.path = self._choose()
         with eng.activate():
-            rows, lid, owner = self._split(cube, cuts)
+            eng._meta_to_device()
+            left, counts = self._split(cube, cuts)
         t1 = perf_counter()
-        got, got_ids = split_ids(decompose.exchange(eng.comm, with_ids(rows, eng.ids[lid]),
-                                                    owner))
-        t2 = perf_counter()
-        n, n_new = eng._n, eng._n - len(lid) + len(got)
-        if n_new > eng.buf.n_cap:  # no room on the device: the whole set through the host
-            eng._upload_rows(*self._whole(lid, got, got_ids))
-        else:
-            with eng.activate():
-                self._append(lid, got, got_ids, n, n_new)
-        return dict(moved_out=float(len(lid)), moved_in=float(len(got)),
+        table = comm.allgather(np.r_[left, self.gen, self.cap, counts], "the leavers' counts")
+        arrivals = int(table[:, 3 + comm.rank].sum())
+        n, n_new = eng._n, eng._n - left + arrivals
+        with eng.activate():
+            m = self._fill_inbox(table, left)
+            t2 = perf_counter()
+            whole = self._whole(m, left) if n_new > eng.buf.n_cap else None
+            if whole is None:
+                self._arrive(m, left, arrivals, n, n_new)
+            eng._cuda.Context.synchronize()  # the others' outboxes read: free to be rewritten
+        if whole is not None:  # no room on the device: the whole set through the host
+            eng._upload_rows(*whole)
+        return dict(moved_out=float(left), moved_in=float(arrivals),
+                    moved_device=float(self.path == "device"),
                     moved_split=1e3 * (t1 - t0), moved_comm=1e3 * (t2 - t1),
                     moved_append=1e3 * (perf_counter() - t2))
 
+    # -- the path ----------------------------------------------------------------------------
+    def _choose(self) -> str:
+        """Collective: "device" when every rank is on this host and this GPU reaches every
+        other rank's (and GALAXYVIEW_MIGRATE allows it), else "host"."""
+        eng, comm = self.eng, self.eng.comm
+        want = migrate_path()
+        if comm.size > MAX_RANKS:
+            raise EngineError(f"{comm.size} processes: the GPU engine's particle exchange "
+                              f"counts up to {MAX_RANKS}; use fewer processes")
+        host = float(zlib.crc32(socket.gethostname().encode()))
+        where = comm.allgather([host, eng.ordinal], "the ranks' hosts and devices")
+        ok = want != "host" and bool(np.all(where[:, 0] == host))
+        if ok:
+            cuda = eng._cuda
+            ok = all(int(o) == eng.ordinal or eng._dev.can_access_peer(cuda.Device(int(o)))
+                     for o in where[:, 1])
+        agreed = comm.allreduce([not ok], "max", "the migration's path")[0] == 0
+        if want == "device" and not agreed:
+            raise EngineError("GALAXYVIEW_MIGRATE=device: the particles go device to device "
+                              "only when every process is on one host and its GPUs reach each "
+                              "other (peer access); use GALAXYVIEW_MIGRATE=host or auto")
+        return "device" if agreed else "host"
+
+    # -- this rank's leavers ---------------------------------------------------------------
     def _split(self, cube, cuts):
-        """The device's part before the exchange: the leavers' rows (float32, rank.pack's
-        columns), loaded-order ids and owners; the stayers compacted into the idle set."""
+        """The leavers' rows into the outbox, the stayers compacted into the idle set: the
+        number of leavers and how many go to each rank."""
         eng, b, k = self.eng, self.eng.buf, self.eng.kernels
-        n, cur = eng._n, eng._cur
+        n, cur, size = eng._n, eng._cur, eng.comm.size
         flag, owner, offs = (b.per_particle(f"mig_{s}", 4) for s in ("flag", "owner", "offs"))
-        b._alloc("mig_ctl", 16)
+        b._alloc("mig_ctl", 32)
         b._alloc("mig_sums", 4 * 1024)
+        b._alloc("mig_counts", 4 * size)
         ctl = b.ptr("mig_ctl")
         cuts = np.ascontiguousarray(cuts, np.uint64)
         if self._cuts is None or not np.array_equal(self._cuts, cuts):  # new splitters only
@@ -101,77 +170,165 @@ class Migration:
         k.launch("domain_flags", grid, T, pos, n, *(float(v) for v in lo), float(scale),
                  b.ptr("mig_cuts"), len(cuts), eng.comm.rank, flag, owner, 0)
         eng._cuda.memset_d32(ctl, n, 1)
-        scan(k, flag, ctl, offs, ctl + 4, b.ptr("mig_sums"), min(1024, 2 * eng._n_sm))
-        left = int(eng._download(ctl + 4, np.int32, 1)[0])
-        for name, width in (("mig_rows", 48), ("mig_lid", 4), ("mig_lowner", 4)):
-            b._alloc(name, width * max(left, 1))
+        scan(k, flag, ctl, offs, ctl + 4, b.ptr("mig_sums"), self._blocks())
+        if not self.cap:
+            self._grow(max(1024, n // 64))
+        host = eng._pinned("mig_host", 1 + size, np.int32)
         spos, svel = b.set_ptrs(1 - cur)
-        k.launch("domain_split", grid, T, n, flag, offs, owner, pos, vel, b.ptr("acc"),
-                 b.ptr(f"id{cur}"), spos, svel, b.per_particle("mig_acc", 16),
-                 b.ptr(f"id{1 - cur}"), b.ptr("mig_rows"), b.ptr("mig_lid"),
-                 b.ptr("mig_lowner"))
-        r = eng._download(b.ptr("mig_rows"), np.float32, 12 * left).reshape(left, 12)
-        lid = eng._download(b.ptr("mig_lid"), np.uint32, left).astype(np.int64)
-        dest = eng._download(b.ptr("mig_lowner"), np.int32, left).astype(np.int64)
-        rows = pack(r[:, 0:3], r[:, 4:7], r[:, 8:11], r[:, 11], r[:, 3], eng._radius[lid],
-                    eng._component[lid], eng._galaxy[lid], np.float32)
-        return rows, lid, dest
+        while True:
+            box = b.ptr("mig_box")
+            k.launch("domain_split", grid, T, n, flag, offs, owner, pos, vel, b.ptr("acc"),
+                     b.ptr(f"id{cur}"), b.ptr("meta"), spos, svel,
+                     b.per_particle("mig_acc", 16), b.ptr(f"id{1 - cur}"), box,
+                     box + ROW * self.cap, b.ptr("mig_lid"), self.cap)
+            eng._cuda.memset_d32(b.ptr("mig_counts"), 0, size)
+            k.launch("domain_owner_counts", (self._blocks(), 1, 1), T, box + ROW * self.cap,
+                     ctl + 4, self.cap, size, b.ptr("mig_counts"))
+            eng._cuda.memcpy_dtoh_async(host[:1], ctl + 4)
+            eng._cuda.memcpy_dtoh_async(host[1:], b.ptr("mig_counts"))
+            eng._cuda.Context.synchronize()
+            left = int(host[0])
+            if left <= self.cap:
+                return left, host[1:].astype(np.int64)
+            self._grow(left)
 
-    def _append(self, lid, got, got_ids, n: int, n_new: int) -> None:
-        """The arrivals behind the stayers in the idle set, ids remapped, the set made
-        current; the host arrays' slots filled."""
-        eng, b, cuda = self.eng, self.eng.buf, self.eng._cuda
-        new, stay = 1 - eng._cur, n - len(lid)
-        at, move_from, move_to = slots(lid, n, n_new, len(got))
-        spos, svel = b.set_ptrs(new)
-        sacc, sid = b.ptr("mig_acc"), b.ptr(f"id{new}")
-        if len(got):
-            for ptr, cols in ((spos, (POS, MASS)), (svel, (VEL, COMPONENT)),
-                              (sacc, (ACC, POT))):
-                four = np.ascontiguousarray(np.c_[got[:, cols[0]], got[:, cols[1]]],
-                                            np.float32)
-                cuda.memcpy_htod(ptr + 16 * stay, four)
-            cuda.memcpy_htod(sid + 4 * stay, at.astype(np.uint32))
-        if len(move_from):
-            remap = np.zeros(n - n_new, np.uint32)
-            remap[move_from - n_new] = move_to
-            b._alloc("mig_remap", 4 * len(remap))
-            cuda.memcpy_htod(b.ptr("mig_remap"), remap)
-            eng.kernels.launch("domain_remap", (eng._grid(stay), 1, 1), T, sid, stay,
-                               np.uint32(n_new), b.ptr("mig_remap"))
-        cuda.memcpy_dtod(b.ptr("acc"), sacc, 16 * max(n_new, 1))
-        values = {"_component": got[:, COMPONENT].astype(np.uint8),
-                  "_galaxy": got[:, GALAXY].astype(np.int16),
-                  "_radius": got[:, RADIUS].astype(np.float32), "ids": got_ids}
-        for name in HOST_ARRAYS:
-            room = self._with_room(name, n_new)
-            room[move_to] = room[move_from]
-            room[at] = values[name]
-            setattr(eng, name, room[:n_new])
+    def _grow(self, rows: int) -> None:
+        """An outbox (and the scratch sized by it) for `rows` leavers and a quarter more."""
+        b = self.eng.buf
+        self.cap = int(1.25 * rows) + 1024
+        b._alloc("mig_box", (ROW + 4) * self.cap)  # rows, then their owners
+        for name in ("lid", "hflag", "hoff", "surv", "soff", "remap", "move_to"):
+            b._alloc(f"mig_{name}", 4 * self.cap)
+        self.gen += 1
+
+    def _blocks(self) -> int:
+        return min(1024, 2 * self.eng._n_sm)
+
+    # -- the inbox ---------------------------------------------------------------------------
+    def _fill_inbox(self, table: np.ndarray, left: int) -> int:
+        """The other ranks' rows for this rank into the inbox (rows, then owners): device to
+        device (every outbox that has rows for this rank, whole: the rows not for this rank
+        are skipped later) or through the host (only this rank's). Returns its rows."""
+        eng, b, comm = self.eng, self.eng.buf, self.eng.comm
+        me = comm.rank
+        if self.path == "device":
+            self._open_peers(table)
+            senders = [r for r in range(comm.size) if r != me and table[r, 3 + me] > 0]
+            m = int(sum(table[r, 0] for r in senders))
+            self._ensure_inbox(m)
+            inbox, at = b.ptr("mig_in"), 0
+            for r in senders:
+                rows, cap = int(table[r, 0]), int(table[r, 2])
+                src = int(self._peers[r][1])
+                eng._cuda.memcpy_dtod_async(inbox + ROW * at, src, ROW * rows)
+                eng._cuda.memcpy_dtod_async(inbox + ROW * self.in_cap + 4 * at,
+                                            src + ROW * cap, 4 * rows)
+                at += rows
+            return m
+        box = b.ptr("mig_box")
+        rows = eng._download(box, np.float32, 16 * left).reshape(left, 16)
+        owners = eng._download(box + ROW * self.cap, np.int32, left)
+        order = np.argsort(owners, kind="stable")
+        per = np.bincount(owners, minlength=comm.size)
+        got = comm.alltoallv_rows(rows[order], per, "the particle exchange")
+        got = np.concatenate(got) if got else np.zeros((0, 16), np.float32)
+        m = len(got)
+        self._ensure_inbox(m)
+        if m:
+            eng._cuda.memcpy_htod(b.ptr("mig_in"), np.ascontiguousarray(got))
+            eng._cuda.memset_d32(b.ptr("mig_in") + ROW * self.in_cap, me, m)
+        return m
+
+    def _open_peers(self, table: np.ndarray) -> None:
+        """Collective when an outbox was allocated anew (the table's generations): the IPC
+        handles exchanged, the new ones opened."""
+        eng, comm = self.eng, self.eng.comm
+        gens = table[:, 1].astype(np.int64)
+        if self._gens is not None and np.array_equal(gens, self._gens):
+            return  # (every rank has the same table: they all go on, or all exchange)
+        self._gens = gens
+        stale = [r for r in range(comm.size)
+                 if r != comm.rank and self._peers.get(r, (None,))[0] != gens[r]]
+        handle = np.frombuffer(bytes(eng._cuda.mem_get_ipc_handle(eng.buf.ptr("mig_box"))),
+                               np.uint8)
+        handles = comm.allgather(np.r_[handle, np.zeros(-len(handle) % 8, np.uint8)]
+                                 .view(np.float64), "the outboxes' IPC handles")
+        for r in stale:
+            if r in self._peers:
+                self._peers.pop(r)[1].close()
+            raw = bytearray(handles[r].view(np.uint8)[:len(handle)].tobytes())
+            self._peers[r] = (gens[r], eng._cuda.IPCMemoryHandle(raw))
+
+    def _ensure_inbox(self, m: int) -> None:
+        if self.in_cap and m <= self.in_cap:
+            return
+        self.in_cap = int(1.25 * m) + 1024
+        b = self.eng.buf
+        b._alloc("mig_in", (ROW + 4) * self.in_cap)
+        for name in ("in_flag", "in_offs", "at"):
+            b._alloc(f"mig_{name}", 4 * self.in_cap)
+
+    # -- the arrivals ------------------------------------------------------------------------
+    def _arrive(self, m: int, left: int, arrivals: int, n: int, n_new: int) -> None:
+        """The inbox's rows for this rank behind the stayers in the idle set, in the slots
+        the leavers freed (`slots`), the ids beyond n_new remapped, the set made current."""
+        eng, b, k = self.eng, self.eng.buf, self.eng.kernels
+        cuda, p, me = eng._cuda, b.ptr, eng.comm.rank
+        new, stay = 1 - eng._cur, n - left
+        ctl, sums, blocks = p("mig_ctl"), p("mig_sums"), self._blocks()
+        inbox = p("mig_in")
+        if n_new >= n:
+            if arrivals:
+                k.launch("slot_grow", (eng._grid(arrivals), 1, 1), T, p("mig_lid"), left, n,
+                         arrivals, p("mig_at"))
+        else:
+            span = n - n_new
+            cuda.memset_d32(p("mig_surv"), 1, span)
+            cuda.memset_d32(ctl + 8, left, 1)
+            cuda.memset_d32(ctl + 16, span, 1)
+            k.launch("slot_flags", (eng._grid(left), 1, 1), T, p("mig_lid"), left,
+                     np.uint32(n_new), p("mig_hflag"), p("mig_surv"))
+            scan(k, p("mig_hflag"), ctl + 8, p("mig_hoff"), ctl + 12, sums, blocks)
+            scan(k, p("mig_surv"), ctl + 16, p("mig_soff"), ctl + 20, sums, blocks)
+            k.launch("slot_holes", (eng._grid(left), 1, 1), T, p("mig_lid"), left,
+                     p("mig_hflag"), p("mig_hoff"), arrivals, p("mig_at"), p("mig_move_to"))
+            k.launch("slot_survivors", (eng._grid(span), 1, 1), T, p("mig_surv"),
+                     p("mig_soff"), span, np.uint32(n_new), p("mig_move_to"), p("mig_remap"),
+                     p("meta"))
+            k.launch("domain_remap", (eng._grid(stay), 1, 1), T, p(f"id{new}"), stay,
+                     np.uint32(n_new), p("mig_remap"))
+        if m:
+            cuda.memset_d32(ctl + 24, m, 1)
+            k.launch("domain_mine", (eng._grid(m), 1, 1), T, inbox + ROW * self.in_cap, m, me,
+                     p("mig_in_flag"))
+            scan(k, p("mig_in_flag"), ctl + 24, p("mig_in_offs"), ctl + 28, sums, blocks)
+            spos, svel = b.set_ptrs(new)
+            k.launch("domain_arrive", (eng._grid(m), 1, 1), T, m, inbox, p("mig_in_flag"),
+                     p("mig_in_offs"), stay, p("mig_at"), spos, svel, p("mig_acc"),
+                     p(f"id{new}"), p("meta"))
+        cuda.memcpy_dtod(p("acc"), p("mig_acc"), 16 * max(n_new, 1))
         eng._n, eng._cur = n_new, new
         eng._moved()
+        if left or arrivals:
+            eng._meta_stale = True
 
-    def _with_room(self, name: str, n_new: int) -> np.ndarray:
-        """The buffer behind the engine's array `name` (its first n elements), with room for
-        n_new: grown by a quarter when short; made anew when the array is not its view."""
-        arr = getattr(self.eng, name)
-        room = self._room.get(name)
-        if room is None or arr.base is not room or len(room) < n_new:
-            room = np.empty(max(n_new, int(1.25 * len(arr))), arr.dtype)
-            room[:len(arr)] = arr
-            self._room[name] = room
-        return room
-
-    def _whole(self, lid, got, got_ids):
-        """The stayers (compacted on the device) and the arrivals as rows and global ids."""
-        eng, b = self.eng, self.eng.buf
-        stay, new = eng._n - len(lid), 1 - eng._cur
-        with eng.activate():
-            spos, svel = b.set_ptrs(new)
-            p4 = eng._download(spos, np.float32, 4 * stay).reshape(-1, 4)
-            v4 = eng._download(svel, np.float32, 4 * stay).reshape(-1, 4)
-            a4 = eng._download(b.ptr("mig_acc"), np.float32, 4 * stay).reshape(-1, 4)
-            sid = eng._download(b.ptr(f"id{new}"), np.uint32, stay).astype(np.int64)
+    def _whole(self, m: int, left: int):
+        """The stayers (compacted on the device) and the inbox's arrivals as rank.pack rows
+        and global ids, for the host to load anew."""
+        eng, b, me = self.eng, self.eng.buf, self.eng.comm.rank
+        stay, new = eng._n - left, 1 - eng._cur
+        eng._meta_to_host()
+        spos, svel = b.set_ptrs(new)
+        p4 = eng._download(spos, np.float32, 4 * stay).reshape(-1, 4)
+        v4 = eng._download(svel, np.float32, 4 * stay).reshape(-1, 4)
+        a4 = eng._download(b.ptr("mig_acc"), np.float32, 4 * stay).reshape(-1, 4)
+        sid = eng._download(b.ptr(f"id{new}"), np.uint32, stay).astype(np.int64)
         rows = pack(p4[:, :3], v4[:, :3], a4[:, :3], a4[:, 3], p4[:, 3], eng._radius[sid],
                     eng._component[sid], eng._galaxy[sid], np.float32)
-        return np.concatenate([rows, got]), np.concatenate([eng.ids[sid], got_ids])
+        inbox = eng._download(b.ptr("mig_in"), np.float32, 16 * m).reshape(m, 16)
+        mine = eng._download(b.ptr("mig_in") + ROW * self.in_cap, np.int32, m) == me
+        got = inbox[mine]
+        ids, radius, component, galaxy = unpack_meta(got[:, 12:].view(np.int32))
+        arrived = pack(got[:, 0:3], got[:, 4:7], got[:, 8:11], got[:, 11], got[:, 3], radius,
+                       component, galaxy, np.float32)
+        return np.concatenate([rows, arrived]), np.concatenate([eng.ids[sid], ids])
