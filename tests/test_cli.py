@@ -118,6 +118,19 @@ def test_accuracy_errors_grow_with_theta(capsys):
     assert all(0 < r["p50"] < 1e-2 for r in rows)
 
 
+def test_bench_times_a_scene_with_its_parameters(capsys):
+    """bench --scene of a galaxy scene: the same table on its particles, its eps and dt."""
+    code, out, err = run_cli(capsys, "bench", "--backend", "cpu", "--scene", "mw-andromeda",
+                             "--n", "3000", "--theta", "0.6", "--steps", "1", "--warmup", "0")
+    assert code == 0, err
+    from galaxyview.model.scene import load_scene
+
+    p = load_scene("mw-andromeda").params
+    assert f"mw-andromeda, eps {p.eps:g}, dt {p.dt:g}" in out
+    row = next(line for line in out.splitlines() if line.split()[:2] == ["3000", "0.60"])
+    assert float(row.split()[7]) > 0  # the step's ms
+
+
 def test_bench_reports_phases_and_rates(capsys):
     code, out, err = run_cli(capsys, "bench", "--backend", "cpu", "--n", "2048", "--theta",
                              "0.75", "--steps", "2", "--warmup", "1", "--json")

@@ -1,4 +1,5 @@
-"""`galaxyview bench`: per-phase step timings on a Plummer sphere, compared with Bonsai.
+"""`galaxyview bench`: per-phase step timings on a Plummer sphere (or a scene), compared with
+Bonsai.
 
 Timings are the engine's own per-phase figures (CUDA events on the GPU, perf_counter on the CPU),
 taken after warm-up steps; medians over the timed steps.
@@ -36,9 +37,14 @@ class BenchRow:
 
 def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 2,
               eps: float = 0.05, dt: float = 1.0 / 16, seed: int = 1,
-              device: int = 0) -> tuple[BenchRow, str]:
-    state = plummer_sphere(n, np.random.default_rng(seed))
-    engine, _ = create_engine(backend, Params(theta=theta, dt=dt, eps=eps), device=device)
+              device: int = 0, scene=None) -> tuple[BenchRow, str]:
+    """One row: a Plummer sphere (eps, dt), or `scene` (a Scene: its n particles and
+    parameters) at this theta."""
+    if scene is None:
+        state, params = plummer_sphere(n, np.random.default_rng(seed)), Params(eps=eps, dt=dt)
+    else:
+        state, params = scene.build(n), scene.params
+    engine, _ = create_engine(backend, params.with_(theta=theta), device=device)
     try:
         engine.load(state)
         figures: dict = {}

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 
-from galaxyview.cli import common
 from galaxyview.errors import GalaxyviewError
 from galaxyview.cli.output import print_json, progress_bar, say
 
@@ -56,8 +55,13 @@ def cmd_bench(args) -> int:
         return bench_hierarchical(args)
     if args.compare:
         return _bench_compare(args)
+    scene = None
     if args.scene:
-        return _bench_rings(args)
+        from galaxyview.model.scene import load_scene
+
+        scene = load_scene(args.scene)
+        if scene.model == "ring":
+            return _bench_rings(args)
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
     thetas = args.theta or [0.4, 0.75]
@@ -67,15 +71,16 @@ def cmd_bench(args) -> int:
         for n in ns:
             for theta in thetas:
                 row, device = bench_one(kind, n, theta, args.steps, args.warmup,
-                                        device=args.device)
+                                        device=args.device, scene=scene)
                 rows.append(row)
                 update(1)
     if args.json:
         print_json({"backend": kind, "device": device, "steps": args.steps,
                     "warmup": args.warmup, "rows": [r.as_dict() for r in rows]})
         return 0
-    print(f"{device}: Plummer, eps 0.05, dt 1/16, medians of {args.steps} steps after "
-          f"{args.warmup} warm-up")
+    what = (f"{scene.name}, eps {scene.params.eps:g}, dt {scene.params.dt:g}" if scene else
+            "Plummer, eps 0.05, dt 1/16")
+    print(f"{device}: {what}, medians of {args.steps} steps after {args.warmup} warm-up")
     print(f"{'N':>9} {'theta':>5} {'sort':>7} {'build':>7} {'mpole':>7} {'walk':>8} {'integ':>7} "
           f"{'step':>8} {'pp/p':>6} {'pc/p':>6} {'TFLOP/s':>7} {'Mpart/s':>8} {'vs Bonsai':>10}")
     for r in rows:
@@ -123,12 +128,6 @@ def _bench_rings(args) -> int:
     from galaxyview.bench.rings import bench_rings
     from galaxyview.engines import resolve_backend
 
-    from galaxyview.model.scene import load_scene
-
-    if load_scene(args.scene).model != "ring":
-        raise GalaxyviewError(f"bench --scene {args.scene}: without --hierarchical, --scene "
-                              "times a ring scene (saturn-a-ring, ring-equilibrium); add "
-                              "--hierarchical for individual time steps on other scenes")
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([100_000, 1_000_000, 4_000_000] if kind == "gpu" else [4000])
     say(why)

@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "sphere). Alone: a ring scene (saturn-a-ring, ring-equilibrium): its "
                         "step by phase (gravity with ghost boxes, collision search and "
                         "resolve, integrate) at each --n (default on the GPU 100k 1M 4M), and "
-                        "REBOUND's step on the same patch on this machine's CPU")
+                        "REBOUND's step on the same patch on this machine's CPU; any other "
+                        "scene (e.g. mw-andromeda): the Plummer table's phases on its "
+                        "particles, with its eps and dt")
     p.add_argument("--rebound-steps", type=int, default=3,
                    help="--scene (a ring): REBOUND steps timed (3; 0: REBOUND not timed)")
     p.add_argument("--rebound-max", type=common.count_type, default=1 << 20,

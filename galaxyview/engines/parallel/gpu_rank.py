@@ -382,7 +382,7 @@ class GPURank(RankMixin, GPUEngine):
         buf = self._staging.get(name)
         if buf is None or buf.size < count or buf.dtype != dtype:
             with self.activate():
-                buf = self._staging[name] = self._cuda.pagelocked_empty(max(count, 1), dtype)
+                buf = self._staging[name] = let_device.pinned(self._cuda, count, dtype)
         return buf[:count]
 
     def _recv_rows(self, name: str, rows: int, width: int) -> np.ndarray:

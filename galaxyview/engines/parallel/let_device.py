@@ -170,9 +170,15 @@ class DeviceExport:
         buf = self._pinned.get(name)
         if buf is None or buf.size < count:
             with self.eng.activate():  # pinned memory belongs to a context
-                buf = self._pinned[name] = self.eng._cuda.pagelocked_empty(max(count, 1),
-                                                                          np.float32)
+                buf = self._pinned[name] = pinned(self.eng._cuda, count, np.float32)
         return buf[:count]
+
+
+def pinned(cuda, count: int, dtype) -> np.ndarray:
+    """Page-locked host memory for `count` elements and half as many more: allocating it
+    synchronises the device (the step would wait for the walk), so a buffer that grows with
+    the LETs (a merger's, step after step) is made anew seldom."""
+    return cuda.pagelocked_empty(int(1.5 * max(count, 1)) + 4096, dtype)
 
 
 def scan(k, vals, n_ptr, out, total_ptr, sums, blocks: int) -> None:
