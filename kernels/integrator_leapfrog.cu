@@ -14,4 +14,4 @@ extern "C" __global__ void kick_drift(float4* __restrict__ pos, float4* __restri
     }
 }
 
-// The closing half kick after the force is the engine's `kick` (kernels/nbody_integrate.cu).
+// The closing half kick after the force is the engine's `advance` (kernels/nbody_integrate.cu).

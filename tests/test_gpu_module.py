@@ -22,7 +22,7 @@ EXPECTED = {
     "multipoles_level": "idPPPPPPPPPPPPPPiPP", "walk": "PPPPPPPPPPffi",
     "walk_ext": "PPPPPPPPPPffiPPffffi", "compact_active": "iPPiPPPPPI", "reorder_acc": "PiPP",
     "direct_forces": "PiffP",
-    "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "kick": "PPif", "drift": "PPif",
+    "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "advance": "PPif",
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
     "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP", "cell_density": "iPiPPPPP",
     "gather_by_id": "PPiP", "direct_potential_energy": "PifP",

@@ -60,7 +60,7 @@ def test_active_subset_forces_match_float64_direct(n, refit, monkeypatch):
 
         with eng.activate():
             p = eng.system.particles()
-            eng.system.launch("drift", p.pos4, p.vel4, n, 0.01)
+            eng.system.launch("advance", p.pos4, p.vel4, n, 0.01)  # a drift
             rng = np.random.default_rng(1)
             level = (rng.random(n) < 0.1).astype(np.int32)  # level 1: active
             lev = cuda.to_device(level)

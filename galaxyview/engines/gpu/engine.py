@@ -309,18 +309,22 @@ class GPUEngine(Engine):
     def sample_state(self, count: int) -> tuple[np.ndarray, ParticleState]:
         """Every k-th particle of the sorted order (along the Morton curve): strided copies of
         about `count` rows, not the whole state."""
-        k = max(1, self._n // max(int(count), 1))
-        m = -(-self._n // k)
+        every = self._stride(count)
         with self.activate():
             self._sync()
             pos, vel = self.buf.set_ptrs(self._cur)
-            p4 = self._download_rows(pos, np.float32, 4, k, m)
-            v4 = self._download_rows(vel, np.float32, 4, k, m)
-            ids = self._download_rows(self.buf.ptr(f"id{self._cur}"), np.uint32, 1, k, m)[:, 0]
+            p4 = self._download_rows(pos, np.float32, 4, *every)
+            v4 = self._download_rows(vel, np.float32, 4, *every)
+            ids = self._download_rows(self.buf.ptr(f"id{self._cur}"), np.uint32, 1, *every)[:, 0]
         ids = ids.astype(np.int64)
         return ids, ParticleState(p4[:, :3], v4[:, :3], p4[:, 3], self._component[ids],
                                   self._galaxy[ids], self._time, dict(self._meta),
                                   radius=self._radius[ids])
+
+    def _stride(self, count: int) -> tuple[int, int]:
+        """(k, rows): every k-th of the particles gives about `count` rows."""
+        k = max(1, self._n // max(int(count), 1))
+        return k, -(-self._n // k)
 
     def _download_rows(self, ptr: int, dtype, width: int, stride: int, rows: int) -> np.ndarray:
         """Rows 0, stride, 2 stride, ... (`rows` of them) of a (N, width) device array."""

@@ -13,5 +13,5 @@ class Leapfrog(Integrator):
         s.launch("kick_drift", p.pos4, p.vel4, p.acc4, p.n, h, dt)
         s.forces()
         p = s.particles()  # the force evaluation sorted the particles into the other set
-        s.launch("kick", p.vel4, p.acc4, p.n, h)
+        s.launch("advance", p.vel4, p.acc4, p.n, h)  # the kick
         return dt

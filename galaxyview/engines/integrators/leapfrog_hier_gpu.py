@@ -86,7 +86,7 @@ class HierarchicalLeapfrog(Integrator):
         activity, t = blocks.Activity(), 0
         while t < end:
             t_next, k = blocks.next_block(t, self.counts[:L + 1], L)
-            s.launch("drift", part.pos4, part.vel4, n, dt * ((t_next - t) / end))
+            s.launch("advance", part.pos4, part.vel4, n, dt * ((t_next - t) / end))  # drift
             t = t_next
             n_act = n if k == 0 else int(self.counts[k:L + 1].sum())
             s.forces(None if k == 0 else DeviceActive(self._level, k, n_act))

@@ -27,7 +27,7 @@ class SEI(SheetGravity):
         self._gravity()
         p = s.particles()  # the force evaluation sorted the particles into the other set
         if sheet_of(s).self_gravity:
-            s.launch("kick", p.vel4, p.acc4, p.n, dt)
+            s.launch("advance", p.vel4, p.acc4, p.n, dt)  # the kick
         self._drift(omega, 0.5 * dt)
         s.time = t0 + dt
         return dt

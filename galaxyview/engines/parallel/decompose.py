@@ -12,9 +12,10 @@ Morton one: consecutive keys are neighbouring cells).
 Two choices keep the domains' faces flat. The cube is centred on the particles' median
 point, so the curve's first cuts (halves, quarters, octants of the cube) pass through the
 middle of the mass. And each cut is moved, within SNAP_TOLERANCE of a part's weight, to the
-coarsest boundary of the curve (the 4 first octants are a half of the cube, 2 a quarter): a cut that falls deep inside a cell hands the other
-rank that cell's sparse far corners, outliers whose groups' boxes reach across this
-domain (a Plummer sphere on 2 ranks: the LET was 90% of the remote particles, 19% after).
+coarsest boundary of the curve (the 4 first octants are a half of the cube, 2 a quarter): a
+cut that falls deep inside a cell hands the other rank that cell's sparse far corners,
+outliers whose groups' boxes reach across this domain (a Plummer sphere on 2 ranks: the LET
+was 90% of the remote particles, 19% after).
 """
 from __future__ import annotations
 

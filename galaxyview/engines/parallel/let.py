@@ -53,6 +53,14 @@ def opening_radii2(tree: Tree, theta: float) -> np.ndarray:
     return ropen * ropen
 
 
+def valid_boxes(boxes) -> np.ndarray:
+    """(B, 6) float32 boxes (lo, hi) without the empty (inverted) ones; the boxes as they are,
+    without a copy, when none is empty (a domain's 145k groups every step)."""
+    q = np.ascontiguousarray(boxes, np.float32).reshape(-1, 6)
+    ok = (q[:, 0] <= q[:, 3]) & (q[:, 1] <= q[:, 4]) & (q[:, 2] <= q[:, 5])
+    return q if ok.all() else np.ascontiguousarray(q[ok])
+
+
 def box_d2(c: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """(F,) float32: the squared distance from each point c (F, 3) to the nearest of `boxes`
     (B, 6) lo, hi, float32 term by term without fused multiply-adds (as the device's)."""
@@ -73,8 +81,7 @@ def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
     particles go with their particles even when accepted (the GPU walk takes their pairs
     rather than the multipole). The test is float32 without fused multiply-adds, term by term
     as the device's."""
-    boxes = np.asarray(box, np.float32).reshape(-1, 6)
-    boxes = boxes[np.all(boxes[:, :3] <= boxes[:, 3:], axis=1)]
+    boxes = valid_boxes(box)
     if not len(boxes):
         return empty()
     com = tree.com

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from galaxyview.engines.gpu.constants import MAX_LEVEL
-from galaxyview.engines.parallel.let import CELL_WIDTH, MARGIN, PARTICLE_WIDTH
+from galaxyview.engines.parallel.let import CELL_WIDTH, MARGIN, PARTICLE_WIDTH, valid_boxes
 from galaxyview.errors import EngineError
 
 T = (256, 1, 1)
@@ -54,7 +54,7 @@ class DeviceExport:
         eng = self.eng
         b, k = eng.buf, eng.kernels
         p = b.ptr
-        boxes = [_valid(q) if r != skip else q for r, q in enumerate(boxes)]
+        boxes = [valid_boxes(q) if r != skip else q for r, q in enumerate(boxes)]
         self._queued = [r for r in range(len(boxes)) if r != skip and len(boxes[r])]
         where = self._upload_boxes([boxes[r] for r in self._queued])
         b._alloc("let_ctl", 4 * CTL_WORDS)
@@ -187,14 +187,6 @@ def scan(k, vals, n_ptr, out, total_ptr, sums, blocks: int) -> None:
     k.launch("let_scan_reduce", (blocks, 1, 1), T, vals, n_ptr, sums)
     k.launch("let_scan_top", (1, 1, 1), (1024, 1, 1), sums, blocks, total_ptr)
     k.launch("let_scan_apply", (blocks, 1, 1), T, vals, n_ptr, sums, out)
-
-
-def _valid(boxes) -> np.ndarray:
-    """(B, 6) float32 boxes without the empty (inverted) ones (the boxes as they are when
-    none is: no copy)."""
-    q = np.ascontiguousarray(boxes, np.float32).reshape(-1, 6)
-    ok = (q[:, 0] <= q[:, 3]) & (q[:, 1] <= q[:, 4]) & (q[:, 2] <= q[:, 5])
-    return q if ok.all() else np.ascontiguousarray(q[ok])
 
 
 def tree_levels(n_boxes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -67,7 +67,7 @@ class RankMixin:
 
     def local_light(self, view) -> np.ndarray:
         """The light of this rank's particles for `view` (a galaxyview.light.LightView), from
-        its own arrays (GPU ranks: a host copy of their particles)."""
+        its own arrays with the host splat (GPURank splats on its device instead)."""
         part = self.local_view(view.mode in light.NEEDS_POTENTIAL)
         _, pos, vel, mass, component, galaxy, _ = part[:7]
         pot = part[8] if len(part) > 7 else None
