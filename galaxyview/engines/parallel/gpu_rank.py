@@ -214,12 +214,20 @@ class GPURank(RankMixin, GPUEngine):
         device."""
         b, n, k = self.buf, self._n, self.kernels
         w, h = view.width, view.height
-        image = self._pinned("light", 4 * w * h, np.float32)
         with self.activate():
             self._sync()
+            self._meta_to_device()
             pos, vel = b.set_ptrs(self._cur)
-            vals = self._device_values(view.mode) or 0  # galaxy, density
-            code = VALUES_FROM_ENGINE if vals else DEVICE_VALUES.get(view.mode, 0)
+            code, vals = DEVICE_VALUES.get(view.mode, 0), 0
+            if view.mode == "galaxy":
+                b._alloc("light_vals", 4 * n)
+                vals = b.ptr("light_vals")
+                k.launch("meta_galaxy", (self._grid(), 1, 1), T, b.ptr("meta"),
+                         b.ptr(f"id{self._cur}"), n, vals)
+            elif view.mode == "density":
+                vals = self._device_values("density") or 0
+            if vals:
+                code = VALUES_FROM_ENGINE
             b._alloc("light_verts", 24 * n)
             b._alloc("light_params", 4 * P_FLOATS)
             b._alloc("light_image", 16 * w * h)
@@ -230,20 +238,7 @@ class GPURank(RankMixin, GPUEngine):
             self._cuda.memset_d32(b.ptr("light_image"), 0, 4 * w * h)
             k.launch("splat", blocks, T, b.ptr("light_verts"), n, b.ptr("light_params"),
                      b.ptr("light_image"), w, h)
-            self._cuda.memcpy_dtoh(image, b.ptr("light_image"))
-        return image.reshape(h, w, 4)
-
-    def _device_values(self, mode: str) -> int | None:
-        """The galaxy of origin from the device's meta (the host mirror may be out of date);
-        the rest as the GPU engine's."""
-        if mode != "galaxy" or not self._n:
-            return super()._device_values(mode)
-        b = self.buf
-        self._meta_to_device()
-        b._alloc("colour_values", 4 * self._n)
-        self.kernels.launch("meta_galaxy", (self._grid(), 1, 1), T, b.ptr("meta"),
-                            b.ptr(f"id{self._cur}"), self._n, b.ptr("colour_values"))
-        return b.ptr("colour_values")
+            return self._download(b.ptr("light_image"), np.float32, 4 * w * h).reshape(h, w, 4)
 
     def _sample_positions(self, count: int) -> np.ndarray:
         """(m, 3) float32: every k-th particle's position along the sorted order, about
