@@ -348,6 +348,25 @@ def test_ring_scenes_load_and_build_without_overlaps():
     assert 1.0 <= r.min() and r.max() <= 4.0 and np.mean(r < 2) > 0.6  # r^-3: mostly small
 
 
+def test_hill_ratio_is_the_pair_hill_radius_over_the_contact_distance():
+    """r_h = R_Hill(pair) / (2 r) with R_Hill = a (2 m / (3 M))^(1/3), M from Omega and a; Salo
+    et al. (2004): 0.82 (rho / 900 kg/m^3)^(1/3) (a / 100,000 km) for Saturn."""
+    from dataclasses import replace
+
+    from galaxyview.model.ics.ring import hill_ratio
+
+    cfg = load_scene("saturn-a-ring").config
+    a = 1.3e8  # m
+    m_saturn = cfg.omega ** 2 * a ** 3 / 6.674e-11
+    for rho in (300.0, 450.0, 900.0):
+        r = 1.0
+        m = rho * 4 / 3 * np.pi * r ** 3
+        expect = a * (2 * m / (3 * m_saturn)) ** (1 / 3) / (2 * r)
+        assert hill_ratio(replace(cfg, density=rho)) == pytest.approx(expect, rel=1e-9)
+        assert hill_ratio(replace(cfg, density=rho)) == pytest.approx(
+            0.82 * (rho / 900) ** (1 / 3) * 1.3, rel=0.01)
+
+
 def test_ring_scene_errors_are_clear(tmp_path):
     base = {"scene": {"name": "r", "description": "d", "seed": 1, "n_cpu": 10, "n_gpu": 10},
             "units": {"system": "si"},

@@ -84,6 +84,13 @@ def toomre_wavelength(cfg: RingConfig, n: int) -> float:
     return 4 * math.pi ** 2 * G_SI * sigma / cfg.omega ** 2
 
 
+def hill_ratio(cfg: RingConfig) -> float:
+    """r_h: the mutual Hill radius of two equal touching spheres over their contact distance,
+    (8 pi G rho / (9 Omega^2))^(1/3) / 2 (Salo et al. 2004): it sets how strongly the spheres
+    clump and how steep the wakes are (Michikoshi et al. 2015)."""
+    return (8 * math.pi * G_SI * cfg.density / (9 * cfg.omega ** 2)) ** (1 / 3) / 2
+
+
 def with_optical_depth(scene, tau: float):
     """The ring `scene` at optical depth `tau` (the box follows; surface density dropped)."""
     if scene.model != "ring":
