@@ -41,7 +41,7 @@ def _rel(a, b):
 
 def _mpirun(k, n, out, path):
     done = mpirun.script(k, "parallel_run.py", "gpu", n, STEPS, out, timeout=600,
-                         GALAXYVIEW_REBALANCE_EVERY="4", GALAXYVIEW_MIGRATE=path)
+                         GALAXYVIEW_REBALANCE_EVERY="4", GALAXYVIEW_PEERS=path)
     assert done.returncode == 0, done.stderr[-3000:]
     return np.load(out)
 
@@ -79,6 +79,37 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path):
     # once: the gathered state is the one GPU's
     assert got["moved"] > 0 and got["device_path"] == (path == "device")
     assert np.percentile(np.linalg.norm(got["pos"] - pos1, axis=1), 99) < 1e-4
+
+
+def test_two_gpus_sum_their_light_on_one_gpu(tmp_path):
+    """engine.light(view) on 2 GPUs: each splats its particles on its device; the images are
+    summed on rank 0's GPU (the other's read through CUDA IPC) and equal the host splat of the
+    whole state within the CUDA splat's tolerance, and the sum through the host (an MPI
+    Reduce) to float rounding; offscreen frames gather no particles and take the sum from
+    rank 0's GPU into their texture without the host."""
+    got = {}
+    for path in ("device", "host"):
+        done = mpirun.script(2, "light_run.py", "gpu", 20000, tmp_path / f"{path}.npz",
+                             timeout=300, GALAXYVIEW_PEERS=path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        got[path] = mpirun.last_json(done.stdout)
+        assert got[path]["peer_path"] == path
+        assert len(got[path]["errors"]) == 8
+        for name, (err, scale, _) in got[path]["errors"].items():
+            assert scale > 1 and err < 3e-3, (path, name)  # the CUDA splat against the host's
+        assert (got[path]["at_attach"], got[path]["first_frame"],
+                got[path]["later_frames"]) == (1, 1, 0)
+        assert all(lit > 0.05 for lit in got[path]["lit"])
+        # frames: the sum copied into the light texture on rank 0's GPU (either path), the
+        # same frame as through the host's upload (rgba16f there: a level or two)
+        assert got[path]["on_device"]
+        mean, worst = got[path]["frame_diff"]
+        assert mean < 0.05 and worst <= 3
+    device, host = np.load(tmp_path / "device.npz"), np.load(tmp_path / "host.npz")
+    assert sorted(device.files) == sorted(host.files) and len(device.files) == 8
+    for name in device.files:  # (float atomics: the splats' sums in another order)
+        scale = float(host[name].max())
+        np.testing.assert_allclose(device[name], host[name], rtol=1e-4, atol=1e-5 * scale)
 
 
 def test_more_gpus_than_present_is_refused_before_starting(tmp_path):

@@ -144,7 +144,7 @@ def test_the_light_is_splatted_by_every_process_and_summed(k):
     pytest.importorskip("numba")
     done = _mpirun(k, "light_run.py", "reference", 3000)
     assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = mpirun.last_json(done.stdout)
     assert len(got["errors"]) == 8
     for name, (err, scale, shape) in got["errors"].items():
         assert scale > 1 and err < 1e-5, name  # float sums in another order
@@ -157,7 +157,7 @@ def test_the_light_is_splatted_by_every_process_and_summed(k):
 def test_the_rest_of_the_engine_interface_over_three_processes():
     done = _mpirun(3, "api_run.py")
     assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = mpirun.last_json(done.stdout)
     assert got["theta_changed_err"] < 2e-3  # theta set mid-run applies on every rank
     assert got["com_diff"] < 1e-6
     assert got["boxes"] > 3 * 8  # every rank's cells of levels 0..3

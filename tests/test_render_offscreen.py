@@ -151,3 +151,62 @@ def test_host_splat_draws_what_gl_sprites_draw(renderer, engine, mode):
     finally:
         renderer.look.colour_mode, renderer.look.point_size = "component", 3.0
         pr.light_source = source
+
+
+class _FakeContext:
+    """A pycuda context's push/pop, with no CUDA behind it."""
+
+    def push(self):
+        pass
+
+    def pop(self):
+        pass
+
+
+class _SplatsItsLight(CPUEngine):
+    """An engine that makes the light itself (as a parallel engine does) and offers it on a
+    device that is not there."""
+
+    splats_light = True
+    offered = 0
+
+    def light(self, view):
+        from galaxyview.light import particle_points, particle_values, splat
+
+        s = self.state()
+        values = (np.zeros(s.n, np.float32) if view.code == 0 else
+                  particle_values(view.mode, s.pos, s.vel, s.mass, s.galaxy, None))
+        return splat(view, particle_points(s.pos, s.component, values))
+
+    def light_on_device(self, view):
+        if self.offered is None:
+            return None
+        self.offered += 1
+        return _FakeContext(), 0
+
+
+def test_light_left_on_a_device_the_window_cannot_share_goes_through_the_host():
+    """Engine.light_on_device: where the light texture cannot be registered with CUDA, the
+    frame comes from light(view) through the host (the same picture), the notice says so, and
+    the device is not asked again."""
+    pytest.importorskip("numba")
+    frames = []
+    for offered in (0, None):  # offered on a device it cannot share; not offered
+        e = _SplatsItsLight(Params(theta=0.75, dt=1 / 64, eps=0.05))
+        e.load(plummer_sphere(3000, np.random.default_rng(3)))
+        e.offered = offered
+        with OffscreenRenderer(W, H) as r:
+            r.attach(e)
+            assert r.path == "light from the engine's processes"
+            frames.append(r.draw())
+            e.step(1)
+            r.source.refresh()
+            frames.append(r.draw())
+            notice = r.notice
+        if offered is not None:
+            assert e.offered == 1 and "through the host" in notice
+        else:
+            assert notice is None
+        e.close()
+    assert lit(frames[0]) > 0.01 and not np.array_equal(frames[0], frames[1])
+    assert np.array_equal(frames[0], frames[2]) and np.array_equal(frames[1], frames[3])

@@ -176,4 +176,7 @@ def _report(result) -> int:
              f"{result.failure}. The movie holds the frames made so far. {summary}")
         return 1
     print(summary)
+    if result.phases_s:
+        print("  a frame, ms: " + ", ".join(f"{k.replace('_', ' ')} {1e3 * v / result.frames:.1f}"
+                                             for k, v in result.phases_s.items()))
     return 0

@@ -325,6 +325,13 @@ class Engine(abc.ABC):
         when `splats_light`: a parallel engine's processes each splat their own particles."""
         return None
 
+    def light_on_device(self, view: LightView):
+        """The light image of this view ((h, w, 4) float32, as light(view)) left on the
+        engine's GPU for a renderer on that GPU to copy into its texture: (the pycuda context,
+        the device pointer), valid until the next engine call; None where the engine does not
+        offer it (then light(view) gives it on the host)."""
+        return None
+
     def activate(self):
         """A context manager making the engine's device current on the calling thread (a
         no-op on the CPU). Threads other than the creator's wrap engine calls in it."""

@@ -98,12 +98,15 @@ class EngineLight(HostSource):
     path = "light from the engine's processes"
     worker_vertices = False  # the light is asked for at paints, when the engine is idle
 
-    def __init__(self, engine, renderer: ParticleRenderer):
+    def __init__(self, engine, renderer: ParticleRenderer, gl_context=None):
         super().__init__(engine, renderer)
         self.guard = lambda fn: (True, fn())
         self.host_mode = None  # the colour mode the engine did not splat
         self._state = 0  # counts refreshes: a new state
         self._key = self._texture = None  # of the light shown
+        self.gl_context = gl_context
+        self._device = None  # render/splat.py DeviceLight, while the light stays on the GPU
+        self._on_device = gl_context is not None  # False once the device copy failed
         renderer.light_only = self.splatter is not None
 
     def refresh(self, vertices: np.ndarray | None = None, mode: str | None = None) -> None:
@@ -128,6 +131,13 @@ class EngineLight(HostSource):
                view.mode, view.lo, view.hi, view.lut.tobytes())
         if key == self._key:
             return self._texture
+        if self._on_device:
+            ran, texture = self.guard(lambda: self._device_light(view))
+            if not ran:
+                return self._texture
+            if texture is not None:
+                self._key, self._texture = key, texture
+                return texture
         ran, image = self.guard(lambda: self.engine.light(view))
         if not ran:  # the engine is stepping: the last light
             return self._texture
@@ -138,8 +148,33 @@ class EngineLight(HostSource):
         self._key, self._texture = key, self.splatter.show(image)
         return self._texture
 
+    def _device_light(self, view):
+        """The light texture filled on the GPU from the engine's sum there
+        (Engine.light_on_device), or None (then through the host): not offered, or the
+        texture could not be shared with CUDA (said once in `notice`)."""
+        found = self.engine.light_on_device(view)
+        if found is None:
+            return None
+        try:
+            if self._device is None:
+                from galaxyview.render.splat import DeviceLight
+
+                self._device = DeviceLight(self.gl_context)
+            return self._device.show(*found, (view.width, view.height))
+        except RenderError as exc:
+            self._on_device, self.failure = False, str(exc)
+            self.notice = ("the light is summed on the GPU but reaches the window through "
+                           f"the host (slower); {INTEROP_FIX}")
+            if self._device is not None:
+                self._device.release()
+                self._device = None
+            return None
+
     def close(self) -> None:
         self.renderer.light_only = False
+        if self._device is not None:
+            self._device.release()
+            self._device = None
         super().close()
 
 
@@ -345,5 +380,5 @@ def make_source(engine, renderer: ParticleRenderer, gl_context):
     if view is not None:
         return DeviceSource(engine, view, renderer, gl_context)
     if engine.splats_light:
-        return EngineLight(engine, renderer)
+        return EngineLight(engine, renderer, gl_context)
     return HostSource(engine, renderer)

@@ -15,6 +15,7 @@ import math
 import numpy as np
 from vispy import gloo
 
+from galaxyview.cuda.context import pushed
 from galaxyview.light.device import P_FLOATS, splat_params
 from galaxyview.render.interop import (GLBufferResource, GLTextureResource, map_together,
                                        unmap_together)
@@ -110,3 +111,48 @@ class CudaSplatter:
     def release(self) -> None:
         while self._buffers:
             self._free(self._buffers.popitem()[1])
+
+
+class DeviceLight:
+    """Shows a light image that lies in an engine's device memory (Engine.light_on_device: a
+    parallel engine's sum on rank 0's GPU): copied into a light texture registered with CUDA,
+    device to device, with no trip through the host. RenderError where the texture cannot be
+    registered (the GL context on another GPU)."""
+
+    def __init__(self, gl_context):
+        self.gl_context = gl_context
+        self._context = self._size = self._texture = self._target = None
+
+    def show(self, context, ptr: int, size):
+        """The light texture holding the (h, w, 4) float32 image at `ptr` (in `context`)."""
+        w, h = int(size[0]), int(size[1])
+        with pushed(context):
+            if (w, h) != self._size or context is not self._context:
+                self._free()
+                texture = gloo.Texture2D(shape=(h, w, 4), format="rgba",
+                                         internalformat="rgba32f", interpolation="nearest")
+                try:
+                    self._target = GLTextureResource(gl_handle(self.gl_context, texture))
+                except BaseException:
+                    texture.delete()
+                    raise
+                self._texture, self._size, self._context = texture, (w, h), context
+            (array,) = map_together([self._target])
+            try:
+                self._target.copy_from(array, int(ptr), 16 * w, h)
+            finally:
+                unmap_together([self._target])
+        return self._texture
+
+    def _free(self) -> None:
+        if self._target is not None:
+            self._target.unregister()  # in its context (pushed by the caller)
+        if self._texture is not None:
+            self._texture.delete()
+        self._size = self._texture = self._target = None
+
+    def release(self) -> None:
+        if self._context is not None:
+            with pushed(self._context):
+                self._free()
+            self._context = None

@@ -2,14 +2,14 @@
 processes (each splats its own particles, the images are summed on rank 0) against the host
 splat of the whole gathered state, and frames of the offscreen renderer without a gather.
 
-argv: backend n. Prints one JSON line.
+argv: backend n [images.npz]: the summed images kept there. Prints one JSON line.
 """
 import json
 import sys
 
 import numpy as np
 
-from galaxyview.engines.parallel.engine import ParallelEngine, serve, stop_serving
+from galaxyview.engines.parallel.engine import ParallelEngine, _engines, serve, stop_serving
 from galaxyview.engines.parallel.mpi import Comm
 from galaxyview.light import particle_points, particle_values, splat
 from galaxyview.model.ics.plummer import plummer_sphere
@@ -19,6 +19,7 @@ from galaxyview.render.host_splat import light_view
 from galaxyview.render.look import Look, colour_lut, mode_code
 
 backend, n = sys.argv[1], int(sys.argv[2])
+keep = sys.argv[3] if len(sys.argv) > 3 else None
 comm = Comm(timeout=120)
 if comm.rank != 0:
     sys.exit(serve(comm))
@@ -36,7 +37,7 @@ try:
 
     whole = engine.state()
     _, pot = engine.accelerations()
-    errors = {}
+    errors, images = {}, {}
     for size, azimuth, distance in (((160, 96), 30.0, 6.0), ((97, 131), -70.0, 3.0)):
         camera = Camera()
         camera.fit(whole.pos)
@@ -50,6 +51,7 @@ try:
                                                     colour_lut("viridis")), engine.n)
             want = splat(view, particle_points(whole.pos, whole.component, values))
             got = engine.light(view)
+            images[f"{size}-{mode}"] = got
             scale = float(want.max())
             errors[f"{size}-{mode}"] = [float(np.abs(got - want).max() / scale), scale,
                                         list(got.shape)]
@@ -71,7 +73,20 @@ try:
                 first_frame = len(gathers) - before  # the speed range: once a mode
         per_frame = len(gathers) - before - first_frame
         path = r.path
+        on_device = getattr(r.source, "_device", None) is not None  # the sum copied on the GPU
+        if on_device:  # the same frame with the sum through the host (rgba16f texture)
+            r.source._on_device = False
+            r.source._key = None
+            host_frame = r.draw()
+            diff = np.abs(host_frame.astype(np.int16) - frames[-1].astype(np.int16))
+            frame_diff = [float(diff.mean()), int(diff.max())]
+        else:
+            frame_diff = None
+    if keep:
+        np.savez(keep, **images)
+    peer_path = getattr(_engines[engine._key], "_peer_path", None)  # GPU ranks: device or host
     print(json.dumps(dict(errors=errors, at_attach=at_attach, first_frame=first_frame,
+                          peer_path=peer_path, on_device=on_device, frame_diff=frame_diff,
                           later_frames=per_frame, path=path,
                           lit=[float((f.max(axis=2) > 60).mean()) for f in frames])))
     engine.close()

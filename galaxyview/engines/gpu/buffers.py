@@ -40,10 +40,11 @@ class Buffers:
         self._extra_cell: dict[str, int] = {}  # name -> bytes a cell
 
     # -- allocation ------------------------------------------------------------------------
-    def _alloc(self, name: str, nbytes: int, zero: bool = False) -> None:
+    def _alloc(self, name: str, nbytes: int, zero: bool = False) -> bool:
+        """Room for nbytes under `name`; True when it was allocated (anew) now."""
         nbytes = max(int(nbytes), 16)
         if self._sizes.get(name, -1) >= nbytes:
-            return
+            return False
         old = self._allocs.pop(name, None)
         if old is not None:
             old.free()
@@ -59,6 +60,7 @@ class Buffers:
         self._sizes[name] = nbytes
         if zero:
             self._cuda.memset_d8(self._allocs[name], 0, nbytes)
+        return True
 
     def ptr(self, name: str) -> int:
         return int(self._allocs[name])

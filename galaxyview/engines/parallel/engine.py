@@ -15,7 +15,7 @@ import numpy as np
 from galaxyview.engines.base import PHASES as BASE_PHASES, Energies, Engine, StepStats
 from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.engines.parallel.mpi import Comm, local_rank_from_env
-from galaxyview.engines.parallel.rank import PHASES, CPURank
+from galaxyview.engines.parallel.rank import AFTER_ANOTHER, PHASES, CPURank
 from galaxyview.errors import EngineError
 from galaxyview.model.exact import ExactState
 from galaxyview.model.state import ParticleState
@@ -78,20 +78,12 @@ def _state(key, comm, data, exact):
     return _engines[key].local_view(exact)
 
 
-def _light(key, comm, data, view):
-    """Each rank splats its particles; the images add up on rank 0 (kept in _lit)."""
-    error, image = None, None
-    try:
-        image = _engines[key].local_light(view)
-    except Exception as exc:  # still take part in the reduce, or the others would wait
-        error = exc
-    if image is None:
-        image = np.zeros(view.shape, np.float32)
-    total = comm.reduce(image, what="the sum of the light images")
+def _light(key, comm, data, view, on_device=False):
+    """Each rank splats its particles; the images add up on rank 0 (kept in _lit: the image,
+    or with on_device its device pointer on rank 0's GPU)."""
+    total = _engines[key].summed_light(view, on_device)
     if comm.rank == 0:
         _lit[key] = total
-    if error is not None:
-        raise error
 
 
 def _energies(key, comm, data):
@@ -184,10 +176,11 @@ class ParallelEngine(Engine):
         self.comm.bcast((self._key, name, args), what=name)
         mine = _run(self.comm, self._key, name, data, args)
         answers = self.comm.gather(mine, what=f"the answers to {name}")
-        for rank, (ok, value) in enumerate(answers):
-            if not ok:
-                raise EngineError(value if value.startswith("process") or self.comm.size == 1
-                                  else f"{value} (process {rank})")
+        failed = [(rank, value) for rank, (ok, value) in enumerate(answers) if not ok]
+        if failed:  # the first cause, before the processes that stopped because of it
+            rank, value = min(failed, key=lambda f: f[1].startswith(AFTER_ANOTHER))
+            raise EngineError(value if value.startswith("process") or self.comm.size == 1
+                              else f"{value} (process {rank})")
         return [value for _, value in answers]
 
     @property
@@ -300,6 +293,16 @@ class ParallelEngine(Engine):
         _lit.pop(self._key, None)
         self._call("light", None, view)
         return _lit.pop(self._key)
+
+    def light_on_device(self, view):
+        """GPU ranks: the sum left on rank 0's GPU (its light image), with that GPU's
+        context."""
+        if view.mode == "density" or self.backend != "gpu":
+            return None
+        self._need()
+        _lit.pop(self._key, None)
+        self._call("light", None, view, True)
+        return _engines[self._key].context, _lit.pop(self._key)
 
     def energies(self) -> Energies:
         self._need()

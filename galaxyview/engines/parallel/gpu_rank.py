@@ -34,6 +34,7 @@ from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import decompose, let, let_device
 from galaxyview.engines.parallel.let_device import T
 from galaxyview.engines.parallel.migrate import Migration, pack_meta, unpack_meta
+from galaxyview.engines.parallel.peers import PeerBuffers, choose
 from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
                                               VEL, RankMixin)
 from galaxyview.errors import EngineError
@@ -51,6 +52,14 @@ extern "C" __global__ void let_add(float4* __restrict__ acc, const float4* __res
         const float4 a = acc[i], b = extra[i];
         acc[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
     }
+}
+
+// rank 0 adds another rank's light image (its copy) to its own
+extern "C" __global__ void light_add(float* __restrict__ light, const float* __restrict__ other,
+                                     int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        light[i] += other[i];
 }
 """
 
@@ -132,6 +141,16 @@ class GPURank(RankMixin, GPUEngine):
             self._let_ev = tuple(self._cuda.Event() for _ in range(7))  # 6: group boxes
             self._export = let_device.DeviceExport(self)
         self._migration = Migration(self)
+        self._peer_path = None  # "device" or "host" (peers.choose), agreed when first needed
+        self._light_gen = 0  # light images allocated: the others reopen this rank's then
+        self._images = PeerBuffers("the light images")  # rank 0: the others', opened
+
+    def peer_path(self) -> str:
+        """Collective the first time: "device" where the ranks' GPUs exchange device to
+        device (peers.py), else "host"."""
+        if self._peer_path is None:
+            self._peer_path = choose(self)
+        return self._peer_path
 
     def close(self) -> None:
         if self._thread is not None:
@@ -142,6 +161,7 @@ class GPURank(RankMixin, GPUEngine):
                 self._staging.clear()
                 self._export.close()
                 self._migration.close()
+                self._images.close()
         super().close()
 
     # -- the domain ------------------------------------------------------------------------
@@ -212,33 +232,84 @@ class GPURank(RankMixin, GPUEngine):
         """The light of this rank's particles for `view`, splatted on its GPU as the window's
         draw path splats (render_pack.cu, render_splat.cu): only the image leaves the
         device."""
-        b, n, k = self.buf, self._n, self.kernels
         w, h = view.width, view.height
         with self.activate():
-            self._sync()
-            self._meta_to_device()
-            pos, vel = b.set_ptrs(self._cur)
-            code, vals = DEVICE_VALUES.get(view.mode, 0), 0
-            if view.mode == "galaxy":
-                b._alloc("light_vals", 4 * n)
-                vals = b.ptr("light_vals")
-                k.launch("meta_galaxy", (self._grid(), 1, 1), T, b.ptr("meta"),
-                         b.ptr(f"id{self._cur}"), n, vals)
-            elif view.mode == "density":
-                vals = self._device_values("density") or 0
-            if vals:
-                code = VALUES_FROM_ENGINE
-            b._alloc("light_verts", 24 * n)
-            b._alloc("light_params", 4 * P_FLOATS)
-            b._alloc("light_image", 16 * w * h)
-            blocks = (-(-n // 256), 1, 1)
-            k.launch("pack_vertices", blocks, T, pos, vel, b.ptr("acc"), vals, 0,
-                     b.ptr("light_verts"), n, np.uint64(SHUFFLE_STRIDE), code)
-            self._cuda.memcpy_htod(b.ptr("light_params"), splat_params(view))
-            self._cuda.memset_d32(b.ptr("light_image"), 0, 4 * w * h)
-            k.launch("splat", blocks, T, b.ptr("light_verts"), n, b.ptr("light_params"),
-                     b.ptr("light_image"), w, h)
-            return self._download(b.ptr("light_image"), np.float32, 4 * w * h).reshape(h, w, 4)
+            self._splat_light(view)
+            return self._download(self.buf.ptr("light_image"), np.float32,
+                                  4 * w * h).reshape(h, w, 4)
+
+    def summed_light(self, view, on_device: bool = False):
+        """Collective: every rank's light for `view` summed on rank 0's GPU, the others'
+        images read device to device (CUDA IPC) and added there. Returns on rank 0 the sum
+        downloaded, or with on_device its device pointer (rank 0's light image, valid until
+        the next command); None elsewhere. Through the host (an MPI Reduce) where the GPUs do
+        not reach each other (with on_device, rank 0 then uploads the sum)."""
+        b, w, h = self.buf, view.width, view.height
+        count = 4 * w * h
+        if self.peer_path() != "device":
+            total = super().summed_light(view)
+            if not on_device or self.comm.rank:
+                return total
+            with self.activate():
+                b._alloc("light_image", 4 * count)
+                self._cuda.memcpy_htod(b.ptr("light_image"), np.ascontiguousarray(total))
+            return b.ptr("light_image")
+        error = None
+        try:
+            with self.activate():
+                self._splat_light(view)
+                self._cuda.Context.synchronize()  # done before rank 0 reads it
+        except Exception as exc:  # still take part in the exchange, or the others would wait
+            error = exc
+        table = self.comm.allgather([error is not None, self._light_gen], "the light images")
+        if error is not None:
+            raise error
+        if table[:, 0].any():
+            return None  # the failing process reports
+        with self.activate():
+            self._images.open(self, b.ptr("light_image"), table[:, 1])
+            if self.comm.rank:
+                return None  # rank 0 reads this image before its next command
+            mine, peer = b.ptr("light_image"), b.ptr("light_peer")
+            for r in range(1, self.comm.size):
+                self._cuda.memcpy_dtod(peer, self._images[r], 4 * count)
+                self.kernels.launch("light_add", (self._grid(count), 1, 1), T, mine, peer,
+                                    count)
+            if on_device:
+                self._cuda.Context.synchronize()
+                return mine
+            return self._download(mine, np.float32, count).reshape(h, w, 4)
+
+    def _splat_light(self, view) -> None:
+        """(in the context) This rank's light for `view` into the device's light_image."""
+        b, n, k = self.buf, self._n, self.kernels
+        w, h = view.width, view.height
+        self._sync()
+        self._meta_to_device()
+        pos, vel = b.set_ptrs(self._cur)
+        code, vals = DEVICE_VALUES.get(view.mode, 0), 0
+        if view.mode == "galaxy":
+            b._alloc("light_vals", 4 * n)
+            vals = b.ptr("light_vals")
+            k.launch("meta_galaxy", (self._grid(), 1, 1), T, b.ptr("meta"),
+                     b.ptr(f"id{self._cur}"), n, vals)
+        elif view.mode == "density":
+            vals = self._device_values("density") or 0
+        if vals:
+            code = VALUES_FROM_ENGINE
+        b._alloc("light_verts", 24 * n)
+        b._alloc("light_params", 4 * P_FLOATS)
+        if b._alloc("light_image", 16 * w * h):
+            self._light_gen += 1
+        if self.comm is not None and self.comm.rank == 0:
+            b._alloc("light_peer", 16 * w * h)
+        blocks = (-(-n // 256), 1, 1)
+        k.launch("pack_vertices", blocks, T, pos, vel, b.ptr("acc"), vals, 0,
+                 b.ptr("light_verts"), n, np.uint64(SHUFFLE_STRIDE), code)
+        self._cuda.memcpy_htod(b.ptr("light_params"), splat_params(view))
+        self._cuda.memset_d32(b.ptr("light_image"), 0, 4 * w * h)
+        k.launch("splat", blocks, T, b.ptr("light_verts"), n, b.ptr("light_params"),
+                 b.ptr("light_image"), w, h)
 
     def _sample_positions(self, count: int) -> np.ndarray:
         """(m, 3) float32: every k-th particle's position along the sorted order, about

@@ -9,34 +9,24 @@ and its owner among the splitters, the stayers compacted in order into the idle 
 leavers' rows (pos, vel, acc and their meta: global id, radius, component, galaxy) in an
 outbox. The ranks exchange only their counts; then each fills its inbox with the rows of the
 others' outboxes: device to device through CUDA IPC where every rank is on one host with
-peer access (the "device" path), through the host and MPI otherwise ("host";
-GALAXYVIEW_MIGRATE=auto|device|host). The arrivals take the loaded-order slots the leavers
+peer access (the "device" path, peers.py), through the host and MPI otherwise ("host";
+GALAXYVIEW_PEERS=auto|device|host). The arrivals take the loaded-order slots the leavers
 freed (`slots`, the same on the device), so the device's ids stay a permutation of 0..n-1;
 the meta stays on the device (the rank's host arrays are read back when asked for).
 """
 from __future__ import annotations
 
-import os
-import socket
-import zlib
 from time import perf_counter
 
 import numpy as np
 
 from galaxyview.engines.parallel.let_device import T, scan
+from galaxyview.engines.parallel.peers import PeerBuffers
 from galaxyview.engines.parallel.rank import pack
 from galaxyview.errors import EngineError
 
 ROW = 64  # bytes of a row: pos, vel, acc, meta (4 x 16)
-PATHS = ("auto", "device", "host")
 MAX_RANKS = 1024  # domain_owner_counts' histogram
-
-
-def migrate_path() -> str:
-    text = os.environ.get("GALAXYVIEW_MIGRATE", "auto")
-    if text not in PATHS:
-        raise EngineError(f"GALAXYVIEW_MIGRATE={text!r}: give one of {', '.join(PATHS)}")
-    return text
 
 
 def pack_meta(ids, radius, component, galaxy) -> np.ndarray:
@@ -85,15 +75,12 @@ class Migration:
         self._cuts = None  # the splitters on the device
         self.cap = self.in_cap = 0  # rows of the outbox, of the inbox
         self.gen = 0  # outboxes allocated: the others reopen theirs when it changes
-        self.path = None  # "device" or "host", agreed at the first run
-        self._peers: dict = {}  # rank -> (its gen, the opened IPC handle)
-        self._gens = None  # every rank's gen when the handles were last exchanged
+        self.path = None  # "device" or "host": the rank's peer path, at the first run
+        self._outboxes = PeerBuffers("the outboxes")  # the other ranks', on the device path
 
     def close(self) -> None:
         """Close the other ranks' outboxes (within the engine's context)."""
-        for _, handle in self._peers.values():
-            handle.close()
-        self._peers.clear()
+        self._outboxes.close()
 
     def run(self, cube, cuts: np.ndarray) -> dict:
         """Collective: every particle to the owner of its key. Returns what moved here and
@@ -102,7 +89,10 @@ class Migration:
         eng, comm = self.eng, self.eng.comm
         t0 = perf_counter()
         if self.path is None:
-            self.path = self._choose()
+            if comm.size > MAX_RANKS:
+                raise EngineError(f"{comm.size} processes: the GPU engine's particle exchange "
+                                  f"counts up to {MAX_RANKS}; use fewer processes")
+            self.path = eng.peer_path()
         with eng.activate():
             eng._meta_to_device()
             left, counts = self._split(cube, cuts)
@@ -123,29 +113,6 @@ class Migration:
                     moved_device=float(self.path == "device"),
                     moved_split=1e3 * (t1 - t0), moved_comm=1e3 * (t2 - t1),
                     moved_append=1e3 * (perf_counter() - t2))
-
-    # -- the path ----------------------------------------------------------------------------
-    def _choose(self) -> str:
-        """Collective: "device" when every rank is on this host and this GPU reaches every
-        other rank's (and GALAXYVIEW_MIGRATE allows it), else "host"."""
-        eng, comm = self.eng, self.eng.comm
-        want = migrate_path()
-        if comm.size > MAX_RANKS:
-            raise EngineError(f"{comm.size} processes: the GPU engine's particle exchange "
-                              f"counts up to {MAX_RANKS}; use fewer processes")
-        host = float(zlib.crc32(socket.gethostname().encode()))
-        where = comm.allgather([host, eng.ordinal], "the ranks' hosts and devices")
-        ok = want != "host" and bool(np.all(where[:, 0] == host))
-        if ok:
-            cuda = eng._cuda
-            ok = all(int(o) == eng.ordinal or eng._dev.can_access_peer(cuda.Device(int(o)))
-                     for o in where[:, 1])
-        agreed = comm.allreduce([not ok], "max", "the migration's path")[0] == 0
-        if want == "device" and not agreed:
-            raise EngineError("GALAXYVIEW_MIGRATE=device: the particles go device to device "
-                              "only when every process is on one host and its GPUs reach each "
-                              "other (peer access); use GALAXYVIEW_MIGRATE=host or auto")
-        return "device" if agreed else "host"
 
     # -- this rank's leavers ---------------------------------------------------------------
     def _split(self, cube, cuts):
@@ -212,14 +179,14 @@ class Migration:
         eng, b, comm = self.eng, self.eng.buf, self.eng.comm
         me = comm.rank
         if self.path == "device":
-            self._open_peers(table)
+            self._outboxes.open(eng, b.ptr("mig_box"), table[:, 1])
             senders = [r for r in range(comm.size) if r != me and table[r, 3 + me] > 0]
             m = int(sum(table[r, 0] for r in senders))
             self._ensure_inbox(m)
             inbox, at = b.ptr("mig_in"), 0
             for r in senders:
                 rows, cap = int(table[r, 0]), int(table[r, 2])
-                src = int(self._peers[r][1])
+                src = self._outboxes[r]
                 eng._cuda.memcpy_dtod_async(inbox + ROW * at, src, ROW * rows)
                 eng._cuda.memcpy_dtod_async(inbox + ROW * self.in_cap + 4 * at,
                                             src + ROW * cap, 4 * rows)
@@ -238,26 +205,6 @@ class Migration:
             eng._cuda.memcpy_htod(b.ptr("mig_in"), np.ascontiguousarray(got))
             eng._cuda.memset_d32(b.ptr("mig_in") + ROW * self.in_cap, me, m)
         return m
-
-    def _open_peers(self, table: np.ndarray) -> None:
-        """Collective when an outbox was allocated anew (the table's generations): the IPC
-        handles exchanged, the new ones opened."""
-        eng, comm = self.eng, self.eng.comm
-        gens = table[:, 1].astype(np.int64)
-        if self._gens is not None and np.array_equal(gens, self._gens):
-            return  # (every rank has the same table: they all go on, or all exchange)
-        self._gens = gens
-        stale = [r for r in range(comm.size)
-                 if r != comm.rank and self._peers.get(r, (None,))[0] != gens[r]]
-        handle = np.frombuffer(bytes(eng._cuda.mem_get_ipc_handle(eng.buf.ptr("mig_box"))),
-                               np.uint8)
-        handles = comm.allgather(np.r_[handle, np.zeros(-len(handle) % 8, np.uint8)]
-                                 .view(np.float64), "the outboxes' IPC handles")
-        for r in stale:
-            if r in self._peers:
-                self._peers.pop(r)[1].close()
-            raw = bytearray(handles[r].view(np.uint8)[:len(handle)].tobytes())
-            self._peers[r] = (gens[r], eng._cuda.IPCMemoryHandle(raw))
 
     def _ensure_inbox(self, m: int) -> None:
         if self.in_cap and m <= self.in_cap:

@@ -21,6 +21,8 @@ from galaxyview.light import kernel as light
 from galaxyview.errors import EngineError
 from galaxyview.model.state import ParticleState
 
+AFTER_ANOTHER = "another process stopped"  # a rank that stops because another failed
+
 PHASES = ("decompose", "exchange", "let_build", "local_walk", "let_comm", "let_walk")
 # a particle row: pos 3, vel 3, acc 3, pot, mass, radius, component, galaxy (the ids travel
 # beside the rows, int64); float64 rows on the CPU ranks, float32 on the GPU ranks
@@ -75,14 +77,30 @@ class RankMixin:
                   light.particle_values(view.mode, pos, vel, mass, galaxy, pot))
         return light.splat(view, light.particle_points(pos, component, values))
 
+    def summed_light(self, view, on_device: bool = False) -> np.ndarray | None:
+        """Collective: every rank's local_light for `view` summed on rank 0 (an MPI Reduce of
+        the float images; no particle travels). The sum on rank 0, None elsewhere (on_device:
+        GPU ranks only)."""
+        error, image = None, None
+        try:
+            image = self.local_light(view)
+        except Exception as exc:  # still take part in the reduce, or the others would wait
+            error = exc
+        if image is None:
+            image = np.zeros(view.shape, np.float32)
+        total = self.comm.reduce(image, what="the sum of the light images")
+        if error is not None:
+            raise error
+        return total
+
     def agree(self, error: Exception | None, what: str) -> None:
         """Collective: raise on every rank when `error` happened on any (its own message
         where it happened)."""
         if self.comm.allreduce([error is not None], "max", what)[0]:
             if error is not None:
                 raise error
-            raise EngineError(f"another process stopped: {what} failed there (its message "
-                              "comes first)")
+            raise EngineError(f"{AFTER_ANOTHER}: {what} failed there (its message comes "
+                              "first)")
 
     def _redistribute(self, rows: np.ndarray, ids: np.ndarray):
         """The new splitters from the key sample, then the exchange: (rows, ids) now here,
