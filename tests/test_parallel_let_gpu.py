@@ -116,6 +116,40 @@ def test_device_export_equals_the_reference(n, theta, pp_leaf):
         eng.close()
 
 
+def test_boxes_read_on_the_device_give_the_same_export():
+    """Boxes in device memory (DeviceBoxes: another rank's group boxes, read through CUDA
+    IPC on one host) give the export of the same boxes handed over from the host, bit for
+    bit: the single boxes, the domain of many boxes and its bounding box."""
+    from galaxyview.engines.gpu import inspect
+    from galaxyview.engines.parallel.let_device import DeviceBoxes
+
+    eng = _engine(60_000, 0.75, 11)
+    held = []
+    try:
+        boxes = _boxes(inspect.download_tree(eng)["pos"], np.random.default_rng(2))
+        skip = 5
+        want, _ = _device(eng, boxes, skip)
+        on_device = []
+        with eng.activate():
+            for r, q in enumerate(boxes):
+                if r == 4:  # the empty box: a host array (device boxes are never empty)
+                    on_device.append(q)
+                    continue
+                held.append(eng._cuda.to_device(np.ascontiguousarray(q, np.float32)))
+                on_device.append(DeviceBoxes(int(held[-1]), len(q)))
+        assert len(on_device[-2]) > 100  # the domain of many boxes
+        got, _ = _device(eng, on_device, skip)
+        for r, ((cells, parts), (ref_cells, ref_parts)) in enumerate(zip(got, want)):
+            assert np.array_equal(cells.view(np.int32), ref_cells.view(np.int32)), r
+            assert np.array_equal(parts, ref_parts), r
+        assert sum(len(c) for c, _ in got) > 100
+    finally:
+        with eng.activate():
+            for m in held:
+                m.free()
+        eng.close()
+
+
 def _remote_lets(n, seed, pp_leaf):
     """LETs of three remote trees (let.export on the CPU): near, overlapping and far boxes,
     so some carry particles and one the root alone."""
@@ -167,7 +201,8 @@ def test_device_forest_equals_the_reference(n_local, n_remote):
 @pytest.mark.parametrize("n", [5000, 300_000])
 def test_group_boxes_are_the_walks_groups(n):
     """let_group_boxes: the boxes the domain is described by are its groups' (their
-    particles' min and max), as the walk sees them."""
+    particles' min and max), as the walk sees them; on the device path they stay on the
+    device (DeviceBoxes), the same boxes."""
     from galaxyview.engines.gpu.constants import ST_GROUPS
 
     eng = _engine(n, 0.75, n + 1)
@@ -180,9 +215,13 @@ def test_group_boxes_are_the_walks_groups(n):
             count = eng._download(b.ptr("group_count"), np.int32, n_groups)
             pos, _ = b.set_ptrs(eng._cur)
             pos = eng._download(pos, np.float32, 4 * eng._n).reshape(-1, 4)[:, :3]
+            eng._peer_path = "device"  # the boxes stay on the device for the others to read
+            kept = eng._domain_boxes(eng._events)
+            on_device = eng._download(kept.ptr, np.float32, 6 * len(kept)).reshape(-1, 6)
         assert n_groups > n // 100 and count.sum() == n
         want = np.c_[np.minimum.reduceat(pos, begin), np.maximum.reduceat(pos, begin)]
         assert np.array_equal(got, want)
+        assert len(kept) == n_groups and np.array_equal(on_device, want)
     finally:
         eng.close()
 

@@ -2,7 +2,8 @@
 
 Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree, groups,
 multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
-domains' boxes (their groups') are exchanged and the LET export against every other domain
+domains' boxes (their groups') are exchanged (on one host only their counts through MPI: the
+boxes are read device to device) and the LET export against every other domain
 is queued on the device (let_device.py); its compact output is copied to
 pinned host memory on a side stream while the device walks the local tree, and a host thread
 exchanges the LETs over MPI (through host memory: the MPI need not be CUDA-aware). The
@@ -32,7 +33,7 @@ from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STAC
                                               ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import decompose, let, let_device
-from galaxyview.engines.parallel.let_device import T
+from galaxyview.engines.parallel.let_device import T, DeviceBoxes
 from galaxyview.engines.parallel.migrate import Migration, pack_meta, unpack_meta
 from galaxyview.engines.parallel.peers import PeerBuffers, choose
 from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
@@ -144,12 +145,14 @@ class GPURank(RankMixin, GPUEngine):
         self._peer_path = None  # "device" or "host" (peers.choose), agreed when first needed
         self._light_gen = 0  # light images allocated: the others reopen this rank's then
         self._images = PeerBuffers("the light images")  # rank 0: the others', opened
+        self._gboxes_gen = 0  # group-box buffers allocated (as _light_gen)
+        self._gboxes = PeerBuffers("the group boxes")  # the others', on the device path
 
     def peer_path(self) -> str:
         """Collective the first time: "device" where the ranks' GPUs exchange device to
         device (peers.py), else "host"."""
         if self._peer_path is None:
-            self._peer_path = choose(self)
+            self._peer_path = "host" if self._alone() else choose(self)
         return self._peer_path
 
     def close(self) -> None:
@@ -162,9 +165,14 @@ class GPURank(RankMixin, GPUEngine):
                 self._export.close()
                 self._migration.close()
                 self._images.close()
+                self._gboxes.close()
         super().close()
 
     # -- the domain ------------------------------------------------------------------------
+    def load_part(self, state, ids: np.ndarray, exact=None) -> None:
+        super().load_part(state, ids, exact)
+        self.peer_path()  # agreed now, while every rank is here
+
     def _load_rows(self, rows: np.ndarray, local) -> None:
         self._meta_stale = False  # the device's meta goes: no need to read it back
         with self.activate():  # room for a tenth more: the domains' shares move
@@ -369,12 +377,14 @@ class GPURank(RankMixin, GPUEngine):
         self.parallel_ms.update(let_box_fetch=1e3 * (t1 - t0), let_box_share=1e3 * (t2 - t1),
                                 let_queue=1e3 * (perf_counter() - t2))
 
-    def _domain_boxes(self, ev) -> np.ndarray:
+    def _domain_boxes(self, ev):
         """(B, 6) float32 lo, hi: the boxes of the groups of the tree just built (their
-        particles), or where the build overflowed the domain's bounding box."""
+        particles), or where the build overflowed the domain's bounding box. On the device
+        path the groups' boxes stay on the device: DeviceBoxes (the others copy them)."""
         cuda, b, side = self._cuda, self.buf, self._side_stream
         p = b.ptr
-        b._alloc("let_gboxes", 24 * b.group_cap)
+        if b._alloc("let_gboxes", 24 * b.group_cap):
+            self._gboxes_gen += 1
         npos, _ = b.set_ptrs(self._cur)
         self.kernels.launch("let_group_boxes", (self._grid(), 1, 1), (256, 1, 1), npos,
                             p("group_begin"), p("group_count"), p("status"), p("let_gboxes"))
@@ -392,6 +402,8 @@ class GPURank(RankMixin, GPUEngine):
                 or n_groups > b.group_cap):
             part = part.reshape(-1, 6)
             return np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)].reshape(1, 6)
+        if self.peer_path() == "device":
+            return DeviceBoxes(p("let_gboxes"), n_groups)  # written: the side stream waited
         cuda.memcpy_dtoh_async(groups[:6 * n_groups], p("let_gboxes"), side)  # these only
         side.synchronize()
         return groups[:6 * n_groups].reshape(-1, 6).copy()
@@ -399,10 +411,35 @@ class GPURank(RankMixin, GPUEngine):
     def _own_boxes(self) -> np.ndarray:
         return self._boxes[self.comm.rank] if self._boxes else np.zeros((0, 6))
 
-    def _share_boxes(self, mine: np.ndarray) -> list:
-        """Collective: every rank's boxes ((B_r, 6) float32), from this rank's."""
+    def _share_boxes(self, mine) -> list:
+        """Collective: every rank's boxes ((B_r, 6) float32, or DeviceBoxes), from this
+        rank's. Through MPI; on the device path only the counts (and a bounding box or none)
+        go through MPI, the groups' boxes stay on their devices, opened through CUDA IPC."""
         comm = self.comm
-        return comm.alltoallv([mine.astype(np.float32)] * comm.size, "the domain boxes")
+        if self.peer_path() != "device":
+            return comm.alltoallv([mine.astype(np.float32)] * comm.size, "the domain boxes")
+        on_device = isinstance(mine, DeviceBoxes)
+        with self.activate():  # (grown here only when no tree offered its groups' boxes)
+            if self.buf._alloc("let_gboxes", 24 * max(self.buf.group_cap, 1)):
+                self._gboxes_gen += 1
+        row = np.zeros(9)  # count, on the device, generation, the box (host boxes: one)
+        count = len(mine) if on_device else min(len(mine), 1)
+        row[:3] = count, on_device, self._gboxes_gen
+        if not on_device and len(mine):  # (the bounding box: one already)
+            m = np.asarray(mine, np.float32).reshape(-1, 6)
+            row[3:] = np.r_[m[:, :3].min(axis=0), m[:, 3:].max(axis=0)]
+        table = comm.allgather(row, "the domain boxes")
+        with self.activate():
+            self._gboxes.open(self, self.buf.ptr("let_gboxes"), table[:, 2])
+        boxes = []
+        for r, (count, dev, _, *box) in enumerate(table):
+            if r == comm.rank:
+                boxes.append(mine)
+            elif dev:
+                boxes.append(DeviceBoxes(self._gboxes[r], int(count)))
+            else:
+                boxes.append(np.asarray(box, np.float32).reshape(1, 6)[:int(count)])
+        return boxes
 
     def _alone(self) -> bool:
         """No other rank (one process, or not attached: the engine on its own)."""

@@ -14,6 +14,8 @@ needed and the export must be queued again.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from galaxyview.engines.gpu.constants import MAX_LEVEL
@@ -26,6 +28,18 @@ CTL_WORDS = 16
 MIN_OUT = 1 << 16  # rows of the first output buffers
 FAN = 8  # nodes of box_tree under one (LET_FAN in the kernel)
 MAX_DEPTH = 9  # box_tree's levels above the boxes that let_test's stack holds (8^9 boxes)
+
+
+@dataclass(frozen=True)
+class DeviceBoxes:
+    """`count` boxes (lo, hi: 6 float32 each, none empty) in device memory: a rank's group
+    boxes, another rank's opened through CUDA IPC (peers.py)."""
+
+    ptr: int
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
 
 
 class DeviceExport:
@@ -54,7 +68,8 @@ class DeviceExport:
         eng = self.eng
         b, k = eng.buf, eng.kernels
         p = b.ptr
-        boxes = [valid_boxes(q) if r != skip else q for r, q in enumerate(boxes)]
+        boxes = [valid_boxes(q) if r != skip and isinstance(q, np.ndarray) else q
+                 for r, q in enumerate(boxes)]
         self._queued = [r for r in range(len(boxes)) if r != skip and len(boxes[r])]
         where = self._upload_boxes([boxes[r] for r in self._queued])
         b._alloc("let_ctl", 4 * CTL_WORDS)
@@ -89,21 +104,23 @@ class DeviceExport:
                      self.cap_parts)
 
     def _upload_boxes(self, per_rank: list) -> list:
-        """Queue the upload of the queued ranks' boxes and the build of their box_tree
-        (let_box_union, level on level from the boxes up); per rank the device addresses of
-        its boxes, nodes, level starts and counts, and its depth."""
+        """Queue the upload of the queued ranks' boxes (host arrays, or DeviceBoxes copied
+        device to device) and the build of their box_tree (let_box_union, level on level from
+        the boxes up); per rank the device addresses of its boxes, nodes, level starts and
+        counts, and its depth."""
         eng, b = self.eng, self.eng.buf
         levels = [tree_levels(len(q)) for q in per_rank]
         # one float32 buffer: per rank its boxes, nodes, then starts and counts (int32)
-        sizes = [q.size + 6 * int(count[:-1].sum()) + len(start) + len(count)
+        sizes = [6 * len(q) + 6 * int(count[:-1].sum()) + len(start) + len(count)
                  for q, (start, count) in zip(per_rank, levels)]
         host = self._host("boxes", sum(sizes))
         b._alloc("let_boxes", 4 * sum(sizes))
         base, at, where = b.ptr("let_boxes"), 0, []
         for q, (start, count) in zip(per_rank, levels):
-            box_at, node_at = base + 4 * at, base + 4 * (at + q.size)
-            host[at:at + q.size] = q.reshape(-1)
-            at += q.size + 6 * int(count[:-1].sum())
+            box_at, node_at = base + 4 * at, base + 4 * (at + 6 * len(q))
+            if isinstance(q, np.ndarray):
+                host[at:at + q.size] = q.reshape(-1)
+            at += 6 * len(q) + 6 * int(count[:-1].sum())
             host[at:at + len(start)] = start.view(np.float32)
             host[at + len(start):at + len(start) + len(count)] = count.view(np.float32)
             where.append((box_at, node_at, base + 4 * at, base + 4 * (at + len(start)),
@@ -111,6 +128,9 @@ class DeviceExport:
             at += len(start) + len(count)
         if sizes:
             eng._cuda.memcpy_htod_async(base, host)
+        for q, (box_at, *_) in zip(per_rank, where):  # after the upload, in stream order
+            if isinstance(q, DeviceBoxes):
+                eng._cuda.memcpy_dtod_async(box_at, q.ptr, 24 * q.count)
         for (box_at, node_at, *_), (start, count) in zip(where, levels):
             for lev in range(len(start) - 1, -1, -1):
                 below = box_at if lev == len(start) - 1 else node_at + 24 * int(start[lev + 1])

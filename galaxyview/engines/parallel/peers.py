@@ -5,8 +5,8 @@ open another rank's device buffer through a CUDA IPC handle and copy from it ove
 PCIe, without the host and without a CUDA-aware MPI. `choose` agrees on that path once for
 all ranks (GALAXYVIEW_PEERS=auto|device|host: host sends everything through MPI, as across
 hosts); `PeerBuffers` keeps the other ranks' buffers of one kind open and reopens one when its
-rank allocated it anew (its generation changed). The leavers (migrate.py) and the light images
-(GPURank.summed_light) go this way.
+rank allocated it anew (its generation changed). The leavers (migrate.py), the groups' boxes
+(GPURank._share_boxes) and the light images (GPURank.summed_light) go this way.
 """
 from __future__ import annotations
 
