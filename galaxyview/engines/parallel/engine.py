@@ -284,25 +284,25 @@ class ParallelEngine(Engine):
     splats_light = True
 
     def light(self, view) -> np.ndarray | None:
-        """Every rank splats its own particles, the float images are summed on rank 0 (an MPI
-        Reduce): no particle travels. None for the density colouring (each rank's tree sees
-        only its domain)."""
-        if view.mode == "density":
-            return None
-        self._need()
-        _lit.pop(self._key, None)
-        self._call("light", None, view)
-        return _lit.pop(self._key)
+        """Every rank splats its own particles, the float images are summed on rank 0 (on
+        its GPU, or an MPI Reduce): no particle travels. None for the density colouring (each
+        rank's tree sees only its domain)."""
+        return None if view.mode == "density" else self._summed_light(view, False)
 
     def light_on_device(self, view):
         """GPU ranks: the sum left on rank 0's GPU (its light image), with that GPU's
         context."""
         if view.mode == "density" or self.backend != "gpu":
             return None
+        return _engines[self._key].context, self._summed_light(view, True)
+
+    def _summed_light(self, view, on_device: bool):
+        """The light command on every rank; rank 0's sum (an image, or on_device a device
+        pointer)."""
         self._need()
         _lit.pop(self._key, None)
-        self._call("light", None, view, True)
-        return _engines[self._key].context, _lit.pop(self._key)
+        self._call("light", None, view, on_device)
+        return _lit.pop(self._key)
 
     def energies(self) -> Energies:
         self._need()
