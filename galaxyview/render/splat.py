@@ -31,6 +31,23 @@ def gl_handle(gl_context, obj) -> int:
     return int(gl_context.shared.parser.get_object(obj.id).handle)
 
 
+def light_texture(w: int, h: int):
+    """A float (rgba32f) light texture of w x h for the tone-map pass."""
+    return gloo.Texture2D(shape=(h, w, 4), format="rgba", internalformat="rgba32f",
+                          interpolation="nearest")
+
+
+def shared_light_texture(gl_context, w: int, h: int):
+    """A light texture and its registration with CUDA (in the current context), for
+    device-to-device copies into it; RenderError where GL cannot share it."""
+    texture = light_texture(w, h)
+    try:
+        return texture, GLTextureResource(gl_handle(gl_context, texture))
+    except BaseException:
+        texture.delete()
+        raise
+
+
 class CudaSplatter:
     """Fills a float texture with the particles' light; call with the CUDA context current."""
 
@@ -51,11 +68,10 @@ class CudaSplatter:
             if len(self._buffers) >= 2:
                 self._free(self._buffers.pop(next(iter(self._buffers))))
             w, h = size
-            texture = gloo.Texture2D(shape=(h, w, 4), format="rgba", internalformat="rgba32f",
-                                     interpolation="nearest")
             if registered:
-                target = GLTextureResource(gl_handle(self.gl_context, texture))
+                texture, target = shared_light_texture(self.gl_context, w, h)
             else:
+                texture = light_texture(w, h)
                 target = self._cuda.pagelocked_empty((h, w, 4), np.float32)
             self._buffers[size] = (texture, target, self._cuda.mem_alloc(16 * w * h))
         return self._buffers[size]
@@ -129,14 +145,8 @@ class DeviceLight:
         with pushed(context):
             if (w, h) != self._size or context is not self._context:
                 self._free()
-                texture = gloo.Texture2D(shape=(h, w, 4), format="rgba",
-                                         internalformat="rgba32f", interpolation="nearest")
-                try:
-                    self._target = GLTextureResource(gl_handle(self.gl_context, texture))
-                except BaseException:
-                    texture.delete()
-                    raise
-                self._texture, self._size, self._context = texture, (w, h), context
+                self._texture, self._target = shared_light_texture(self.gl_context, w, h)
+                self._size, self._context = (w, h), context
             (array,) = map_together([self._target])
             try:
                 self._target.copy_from(array, int(ptr), 16 * w, h)

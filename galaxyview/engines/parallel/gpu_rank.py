@@ -143,10 +143,8 @@ class GPURank(RankMixin, GPUEngine):
             self._export = let_device.DeviceExport(self)
         self._migration = Migration(self)
         self._peer_path = None  # "device" or "host" (peers.choose), agreed when first needed
-        self._light_gen = 0  # light images allocated: the others reopen this rank's then
-        self._images = PeerBuffers("the light images")  # rank 0: the others', opened
-        self._gboxes_gen = 0  # group-box buffers allocated (as _light_gen)
-        self._gboxes = PeerBuffers("the group boxes")  # the others', on the device path
+        self._images = PeerBuffers("the light images", "light_image")  # rank 0 adds them
+        self._gboxes = PeerBuffers("the group boxes", "let_gboxes")  # the export reads them
 
     def peer_path(self) -> str:
         """Collective the first time: "device" where the ranks' GPUs exchange device to
@@ -162,7 +160,6 @@ class GPURank(RankMixin, GPUEngine):
         if getattr(self, "buf", None) is not None:
             with self.activate():  # the pinned buffers go while their context is there
                 self._staging.clear()
-                self._export.close()
                 self._migration.close()
                 self._images.close()
                 self._gboxes.close()
@@ -259,9 +256,9 @@ class GPURank(RankMixin, GPUEngine):
             if not on_device or self.comm.rank:
                 return total
             with self.activate():
-                b._alloc("light_image", 4 * count)
-                self._cuda.memcpy_htod(b.ptr("light_image"), np.ascontiguousarray(total))
-            return b.ptr("light_image")
+                mine = self._images.grow(b, 4 * count)
+                self._cuda.memcpy_htod(mine, np.ascontiguousarray(total))
+            return mine
         error = None
         try:
             with self.activate():
@@ -269,13 +266,13 @@ class GPURank(RankMixin, GPUEngine):
                 self._cuda.Context.synchronize()  # done before rank 0 reads it
         except Exception as exc:  # still take part in the exchange, or the others would wait
             error = exc
-        table = self.comm.allgather([error is not None, self._light_gen], "the light images")
+        table = self.comm.allgather([error is not None, self._images.gen], "the light images")
         if error is not None:
             raise error
         if table[:, 0].any():
             return None  # the failing process reports
         with self.activate():
-            self._images.open(self, b.ptr("light_image"), table[:, 1])
+            self._images.open(self, table[:, 1])
             if self.comm.rank:
                 return None  # rank 0 reads this image before its next command
             mine, peer = b.ptr("light_image"), b.ptr("light_peer")
@@ -307,8 +304,7 @@ class GPURank(RankMixin, GPUEngine):
             code = VALUES_FROM_ENGINE
         b._alloc("light_verts", 24 * n)
         b._alloc("light_params", 4 * P_FLOATS)
-        if b._alloc("light_image", 16 * w * h):
-            self._light_gen += 1
+        self._images.grow(b, 16 * w * h)
         if self.comm is not None and self.comm.rank == 0:
             b._alloc("light_peer", 16 * w * h)
         blocks = (-(-n // 256), 1, 1)
@@ -383,15 +379,13 @@ class GPURank(RankMixin, GPUEngine):
         path the groups' boxes stay on the device: DeviceBoxes (the others copy them)."""
         cuda, b, side = self._cuda, self.buf, self._side_stream
         p = b.ptr
-        if b._alloc("let_gboxes", 24 * b.group_cap):
-            self._gboxes_gen += 1
+        self._group_boxes_buffer()
         npos, _ = b.set_ptrs(self._cur)
         self.kernels.launch("let_group_boxes", (self._grid(), 1, 1), (256, 1, 1), npos,
                             p("group_begin"), p("group_count"), p("status"), p("let_gboxes"))
         self._let_ev[6].record()
         part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
         status = self._pinned("status", 8, np.uint64)
-        groups = self._pinned("gboxes", 6 * b.group_cap, np.float32)
         side.wait_for_event(ev[2])
         cuda.memcpy_dtoh_async(part, p("bbox"), side)
         side.wait_for_event(self._let_ev[6])
@@ -404,9 +398,15 @@ class GPURank(RankMixin, GPUEngine):
             return np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)].reshape(1, 6)
         if self.peer_path() == "device":
             return DeviceBoxes(p("let_gboxes"), n_groups)  # written: the side stream waited
-        cuda.memcpy_dtoh_async(groups[:6 * n_groups], p("let_gboxes"), side)  # these only
+        groups = self._pinned("gboxes", 6 * n_groups, np.float32)
+        cuda.memcpy_dtoh_async(groups, p("let_gboxes"), side)  # these only
         side.synchronize()
-        return groups[:6 * n_groups].reshape(-1, 6).copy()
+        return groups.reshape(-1, 6).copy()
+
+    def _group_boxes_buffer(self) -> int:
+        """(in the context) The buffer of this rank's group boxes ('let_gboxes'), that the
+        other ranks open on the device path."""
+        return self._gboxes.grow(self.buf, 24 * max(self.buf.group_cap, 1))
 
     def _own_boxes(self) -> np.ndarray:
         return self._boxes[self.comm.rank] if self._boxes else np.zeros((0, 6))
@@ -419,18 +419,17 @@ class GPURank(RankMixin, GPUEngine):
         if self.peer_path() != "device":
             return comm.alltoallv([mine.astype(np.float32)] * comm.size, "the domain boxes")
         on_device = isinstance(mine, DeviceBoxes)
-        with self.activate():  # (grown here only when no tree offered its groups' boxes)
-            if self.buf._alloc("let_gboxes", 24 * max(self.buf.group_cap, 1)):
-                self._gboxes_gen += 1
+        with self.activate():  # (allocated here when no tree offered its groups' boxes)
+            self._group_boxes_buffer()
         row = np.zeros(9)  # count, on the device, generation, the box (host boxes: one)
         count = len(mine) if on_device else min(len(mine), 1)
-        row[:3] = count, on_device, self._gboxes_gen
+        row[:3] = count, on_device, self._gboxes.gen
         if not on_device and len(mine):  # (the bounding box: one already)
             m = np.asarray(mine, np.float32).reshape(-1, 6)
             row[3:] = np.r_[m[:, :3].min(axis=0), m[:, 3:].max(axis=0)]
         table = comm.allgather(row, "the domain boxes")
         with self.activate():
-            self._gboxes.open(self, self.buf.ptr("let_gboxes"), table[:, 2])
+            self._gboxes.open(self, table[:, 2])
         boxes = []
         for r, (count, dev, _, *box) in enumerate(table):
             if r == comm.rank:

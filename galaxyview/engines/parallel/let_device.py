@@ -43,20 +43,13 @@ class DeviceBoxes:
 
 
 class DeviceExport:
-    """The device LET export of one GPU engine (its buffers, its pinned host copies)."""
+    """The device LET export of one GPU rank (its device buffers; its host copies in the
+    rank's pinned buffers, GPURank._pinned)."""
 
     def __init__(self, eng):
         self.eng = eng
         self.cap_cells = self.cap_parts = 0
         self._queued: list[int] = []  # the ranks whose boxes were queued, in order
-        self.host_ctl = eng._cuda.pagelocked_empty(CTL_WORDS, np.int32)
-        self._host_counts = None
-        self._pinned: dict = {}
-
-    def close(self) -> None:
-        """Drop the pinned host buffers (call it within the engine's context)."""
-        self._pinned.clear()
-        self.host_ctl = self._host_counts = None
 
     def _blocks(self) -> int:
         return min(1024, 2 * self.eng._n_sm)
@@ -113,7 +106,7 @@ class DeviceExport:
         # one float32 buffer: per rank its boxes, nodes, then starts and counts (int32)
         sizes = [6 * len(q) + 6 * int(count[:-1].sum()) + len(start) + len(count)
                  for q, (start, count) in zip(per_rank, levels)]
-        host = self._host("boxes", sum(sizes))
+        host = self.eng._pinned("export_boxes", sum(sizes), np.float32)
         b._alloc("let_boxes", 4 * sum(sizes))
         base, at, where = b.ptr("let_boxes"), 0, []
         for q, (start, count) in zip(per_rank, levels):
@@ -154,17 +147,16 @@ class DeviceExport:
         queue the export again)."""
         cuda, b = self.eng._cuda, self.eng.buf
         n = len(self._queued)
-        if self._host_counts is None or len(self._host_counts) < 2 * max(n, 1):
-            self._host_counts = cuda.pagelocked_empty(2 * max(n, 1), np.int32)
-        cuda.memcpy_dtoh_async(self.host_ctl, b.ptr("let_ctl"), stream)
+        ctl = self.eng._pinned("export_ctl", CTL_WORDS, np.int32)
+        counts = self.eng._pinned("export_counts", 2 * max(n, 1), np.int32)
+        cuda.memcpy_dtoh_async(ctl, b.ptr("let_ctl"), stream)
         if n:
-            cuda.memcpy_dtoh_async(self._host_counts[:2 * n], b.ptr("let_counts"), stream)
+            cuda.memcpy_dtoh_async(counts[:2 * n], b.ptr("let_counts"), stream)
         stream.synchronize()
-        ctl = self.host_ctl
         if n and ctl[LC_OVERFLOW]:
             self._ensure_out(int(1.25 * ctl[LC_OUT_C]) + 1, int(1.25 * ctl[LC_OUT_P]) + 1)
             return None
-        return self._host_counts[:2 * n].reshape(-1, 2).astype(np.int64)
+        return counts[:2 * n].reshape(-1, 2).astype(np.int64)
 
     def copy(self, stream, totals) -> tuple[np.ndarray, np.ndarray]:
         """Queue the copy of the output (totals: cells, particles of all LETs) to pinned host
@@ -172,8 +164,9 @@ class DeviceExport:
         stream is synchronised."""
         cuda, b = self.eng._cuda, self.eng.buf
         c, p = int(totals[0]), int(totals[1])
-        cells = self._host("cells", c * CELL_WIDTH).reshape(c, CELL_WIDTH)
-        parts = self._host("parts", p * PARTICLE_WIDTH).reshape(p, PARTICLE_WIDTH)
+        cells = self.eng._pinned("export_cells", c * CELL_WIDTH, np.float32).reshape(c, CELL_WIDTH)
+        parts = self.eng._pinned("export_parts", p * PARTICLE_WIDTH,
+                                 np.float32).reshape(p, PARTICLE_WIDTH)
         if c:
             cuda.memcpy_dtoh_async(cells, b.ptr("let_out_cells"), stream)
         if p:
@@ -185,13 +178,6 @@ class DeviceExport:
         out = np.zeros((size, 2), np.int64)
         out[self._queued] = counts
         return out
-
-    def _host(self, name: str, count: int) -> np.ndarray:
-        buf = self._pinned.get(name)
-        if buf is None or buf.size < count:
-            with self.eng.activate():  # pinned memory belongs to a context
-                buf = self._pinned[name] = pinned(self.eng._cuda, count, np.float32)
-        return buf[:count]
 
 
 def pinned(cuda, count: int, dtype) -> np.ndarray:

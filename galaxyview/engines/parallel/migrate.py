@@ -74,9 +74,8 @@ class Migration:
         self.eng = eng
         self._cuts = None  # the splitters on the device
         self.cap = self.in_cap = 0  # rows of the outbox, of the inbox
-        self.gen = 0  # outboxes allocated: the others reopen theirs when it changes
         self.path = None  # "device" or "host": the rank's peer path, at the first run
-        self._outboxes = PeerBuffers("the outboxes")  # the other ranks', on the device path
+        self._outboxes = PeerBuffers("the outboxes", "mig_box")  # its rows, then owners
 
     def close(self) -> None:
         """Close the other ranks' outboxes (within the engine's context)."""
@@ -97,7 +96,8 @@ class Migration:
             eng._meta_to_device()
             left, counts = self._split(cube, cuts)
         t1 = perf_counter()
-        table = comm.allgather(np.r_[left, self.gen, self.cap, counts], "the leavers' counts")
+        table = comm.allgather(np.r_[left, self._outboxes.gen, self.cap, counts],
+                               "the leavers' counts")
         arrivals = int(table[:, 3 + comm.rank].sum())
         n, n_new = eng._n, eng._n - left + arrivals
         with eng.activate():
@@ -163,10 +163,9 @@ class Migration:
         """An outbox (and the scratch sized by it) for `rows` leavers and a quarter more."""
         b = self.eng.buf
         self.cap = int(1.25 * rows) + 1024
-        b._alloc("mig_box", (ROW + 4) * self.cap)  # rows, then their owners
+        self._outboxes.grow(b, (ROW + 4) * self.cap)  # rows, then their owners
         for name in ("lid", "hflag", "hoff", "surv", "soff", "remap", "move_to"):
             b._alloc(f"mig_{name}", 4 * self.cap)
-        self.gen += 1
 
     def _blocks(self) -> int:
         return min(1024, 2 * self.eng._n_sm)
@@ -179,7 +178,7 @@ class Migration:
         eng, b, comm = self.eng, self.eng.buf, self.eng.comm
         me = comm.rank
         if self.path == "device":
-            self._outboxes.open(eng, b.ptr("mig_box"), table[:, 1])
+            self._outboxes.open(eng, table[:, 1])
             senders = [r for r in range(comm.size) if r != me and table[r, 3 + me] > 0]
             m = int(sum(table[r, 0] for r in senders))
             self._ensure_inbox(m)

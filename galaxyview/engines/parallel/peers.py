@@ -48,19 +48,27 @@ def choose(eng) -> str:
 
 
 class PeerBuffers:
-    """The other ranks' device buffers of one kind (`what`), opened through CUDA IPC. Call
-    `open` (with the engine's context current) on every rank with the same generations:
-    it exchanges handles only when one changed."""
+    """One kind of device buffer (`what`) that every rank holds under `name` in its engine's
+    buffers: this rank's grown with `grow` (its generation counts the allocations), the other
+    ranks' opened through CUDA IPC. Call `open` (with the engine's context current) on every
+    rank with every rank's generation: it exchanges handles only when one changed."""
 
-    def __init__(self, what: str):
-        self.what = what
+    def __init__(self, what: str, name: str):
+        self.what, self.name = what, name
+        self.gen = 0  # this rank's buffer: allocations so far
         self._open: dict = {}  # rank -> (its generation, the opened IPC handle)
         self._gens = None  # every rank's generation at the last exchange
 
-    def open(self, eng, ptr: int, gens) -> None:
-        """Collective when a generation changed: this rank's buffer at `ptr` offered, the
-        others' new ones opened."""
-        comm = eng.comm
+    def grow(self, buf, nbytes: int) -> int:
+        """(in the context) Room for nbytes in this rank's buffer; its device pointer."""
+        if buf._alloc(self.name, nbytes):
+            self.gen += 1  # the others reopen it at their next `open`
+        return buf.ptr(self.name)
+
+    def open(self, eng, gens) -> None:
+        """Collective when a generation changed: this rank's buffer offered, the others' new
+        ones opened."""
+        comm, ptr = eng.comm, eng.buf.ptr(self.name)
         gens = np.asarray(gens, np.int64)
         if self._gens is not None and np.array_equal(gens, self._gens):
             return  # (every rank has the same gens: they all go on, or all exchange)
