@@ -49,7 +49,8 @@ def _mpirun(k, n, out, path):
 @pytest.mark.parametrize("n, path", [(20_000, "device"), (400_000, "device"),
                                      (400_000, "host")])
 def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path):
-    """The leavers device to device (CUDA IPC) and through the host give the same run."""
+    """The leavers and the LETs device to device (CUDA IPC) and through the host give the
+    same run."""
     from galaxyview.engines.cpu.direct import direct_forces
     from galaxyview.engines.gpu.engine import GPUEngine
 
@@ -78,6 +79,10 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path):
     # particles crossed the domains' faces each step and moved rank (migrate.py), every one
     # once: the gathered state is the one GPU's
     assert got["moved"] > 0 and got["device_path"] == (path == "device")
+    # the LETs came device to device (copied from the other rank's export) or through MPI
+    peer_copy, upload, particles_in = got["let_in"]
+    assert particles_in > 0 and upload > 0
+    assert (peer_copy > 0) == (path == "device")
     assert np.percentile(np.linalg.norm(got["pos"] - pos1, axis=1), 99) < 1e-4
 
 

@@ -179,7 +179,7 @@ def test_device_forest_equals_the_reference(n_local, n_remote):
         parts = np.concatenate([p for _, p in lets])
         with eng.activate():
             eng._recv = {"cells": cells, "parts": parts}
-            eng._upload_forest(lets)
+            eng._upload_forest([(len(c), len(q)) for c, q in lets])
             eng._sync()
             p, n = eng.buf.ptr, eng._n
             ref = let.device_forest(lets, n)

@@ -74,6 +74,12 @@ def test_k_processes_give_the_one_process_forces_and_orbits(tmp_path, single, k)
     assert int(got["steps"]) == STEPS
     if k > 1:  # the per-phase times of the exchange and the LETs are measured
         assert (got["ms"] > 0).all()
+        # every rank's share, and how far the largest is from the mean (work, particles)
+        share = got["rank_particles"]
+        assert len(share) == k and share.sum() == N and (share > 0).all()
+        imbalance, spread, waited = got["balance"]
+        assert spread == pytest.approx(share.max() / share.mean())
+        assert 1.0 <= imbalance < k and 0.0 <= waited < 1e5
 
 
 def test_the_compiled_engine_over_two_processes(tmp_path, single):
@@ -164,6 +170,9 @@ def test_the_rest_of_the_engine_interface_over_three_processes():
     assert got["restart_pos_equal"] and got["restart_steps"] == 3
     assert got["restart_energy_diff"] < 1e-5
     assert got["sample_err"] < 2e-3
+    # a model made in parts where it runs: the one-process model's particles and forces
+    assert got["made_pos_diff"] < 1e-6 and got["made_mass_equal"]
+    assert 0 < got["made_force_err"] < 2e-3
     # a step gone non-finite on some rank: every rank raises, the last good state stays
     assert "became" in got["failed"] and "reduce dt" in got["failed"]
     assert got["time_kept"] and got["state_finite"]

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from galaxyview.bench.reference import bonsai_ratios, step_medians, walk_tflops
 from galaxyview.engines import create_engine
-from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.ics.plummer import PlummerParts
 from galaxyview.model.params import Params
 
 
@@ -40,13 +38,13 @@ def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 
               device: int = 0, scene=None) -> tuple[BenchRow, str]:
     """One row: a Plummer sphere (eps, dt), or `scene` (a Scene: its n particles and
     parameters) at this theta."""
-    if scene is None:
-        state, params = plummer_sphere(n, np.random.default_rng(seed)), Params(eps=eps, dt=dt)
-    else:
-        state, params = scene.build(n), scene.params
+    params = Params(eps=eps, dt=dt) if scene is None else scene.params
     engine, _ = create_engine(backend, params.with_(theta=theta), device=device)
     try:
-        engine.load(state)
+        if scene is None:  # made where it runs: each process its share
+            engine.load_made(PlummerParts(n, seed))
+        else:
+            engine.load(scene.build(n))
         figures: dict = {}
         phases, pp_m, pc_m = step_medians(engine, steps, warmup, figures)
         step = float(sum(phases.values()))

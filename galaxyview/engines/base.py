@@ -148,6 +148,12 @@ class Engine(abc.ABC):
     def load(self, state: ParticleState) -> None:
         """Take a copy of `state` and compute its accelerations (so step() can kick at once)."""
 
+    def load_made(self, maker) -> None:
+        """Load the particles of a model made in parts (model/ics/parts.py PartMaker):
+        a distributed engine makes each process's share where it runs; one process makes
+        them all (`maker.whole()`)."""
+        self.load(maker.whole())
+
     @abc.abstractmethod
     def state(self) -> ParticleState:
         """A host copy of the current state (synchronised positions and velocities)."""

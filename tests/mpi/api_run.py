@@ -9,7 +9,7 @@ from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.engines.parallel.engine import ParallelEngine, serve, stop_serving
 from galaxyview.engines.parallel.mpi import Comm
 from galaxyview.errors import EngineError
-from galaxyview.model.ics.plummer import plummer_sphere
+from galaxyview.model.ics.plummer import PlummerParts, plummer_sphere
 from galaxyview.model.params import Params
 
 comm = Comm(timeout=120)
@@ -41,6 +41,16 @@ try:
     again.close()
     acc, ref = par.sample_forces(np.arange(0, 2000, 50))
     out["sample_err"] = rel(acc, ref)
+    maker = PlummerParts(3000, seed=11)  # made by every process, its share
+    made = ParallelEngine("reference", params, comm=comm)
+    made.load_made(maker)
+    whole = maker.whole()
+    out["made_pos_diff"] = float(np.abs(made.state().pos - whole.pos).max())
+    out["made_mass_equal"] = bool(np.array_equal(made.state().mass, whole.mass))
+    one_made = CPUEngine(params)
+    one_made.load(whole)
+    out["made_force_err"] = rel(made.accelerations()[0], one_made.accelerations()[0])
+    made.close()
     t_before = par.time
     par.set_params(dt=1e6, eps=1e-6)  # the next step flings particles out: NaN or inf
     try:

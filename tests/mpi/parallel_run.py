@@ -25,6 +25,11 @@ try:
     engine.step(steps)
     moved = engine.stats.figures.get("moved_out", -1.0)  # the last step's leavers (GPU ranks)
     device_path = engine.stats.figures.get("moved_device", -1.0)  # 1: through CUDA IPC
+    balance = [engine.stats.figures.get(k, -1.0) for k in
+               ("imbalance", "particles_spread", "mpi_wait")]
+    rank_particles = [r.get("particles", -1.0) for r in engine.rank_ms]
+    let_in = [engine.stats.figures.get(k, -1.0) for k in
+              ("let_peer_copy", "let_upload", "let_particles_in")]  # the last step's LETs
     e1 = engine.energies()
     state = engine.state()
     acc1, _ = engine.accelerations()
@@ -34,7 +39,7 @@ try:
                  ("decompose", "exchange", "let_build", "walk", "let_comm", "let_walk",
                   "integrate")],
              counts=[len(a) for a in [engine.rank_ms]], moved=moved,
-             device_path=device_path)
+             device_path=device_path, balance=balance, rank_particles=rank_particles, let_in=let_in)
     engine.close()
 finally:
     stop_serving(comm)

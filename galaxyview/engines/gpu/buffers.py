@@ -62,6 +62,13 @@ class Buffers:
             self._cuda.memset_d8(self._allocs[name], 0, nbytes)
         return True
 
+    def room(self, name: str, nbytes: int) -> bool:
+        """Room for nbytes under `name`, grown to a quarter more when it is short (buffers
+        whose size follows the step, e.g. the imported LETs); True when allocated now."""
+        if self._sizes.get(name, -1) >= nbytes:
+            return False
+        return self._alloc(name, int(1.25 * nbytes))
+
     def ptr(self, name: str) -> int:
         return int(self._allocs[name])
 

@@ -18,6 +18,7 @@ from galaxyview.engines.parallel.mpi import Comm, local_rank_from_env
 from galaxyview.engines.parallel.rank import AFTER_ANOTHER, PHASES, CPURank
 from galaxyview.errors import EngineError
 from galaxyview.model.exact import ExactState
+from galaxyview.model.ics.parts import centred, moments
 from galaxyview.model.state import ParticleState
 
 
@@ -61,6 +62,16 @@ def _load(key, comm, data, exact):
     part = comm.scatter(data, what="the initial particles")
     state, ids, arrays = part
     _engines[key].load_part(state, ids, arrays if exact else None)
+    return _costs(_engines[key])
+
+
+def _load_made(key, comm, data, maker):
+    """This rank's share of maker's particles, made here, centred by the sums of all."""
+    cuts = np.linspace(0, maker.n, comm.size + 1).astype(np.int64)
+    a, b = int(cuts[comm.rank]), int(cuts[comm.rank + 1])
+    part = maker.part(a, b - a)
+    total = comm.allreduce(moments(part), "sum", "the centre of mass")
+    _engines[key].load_part(centred(part, total), np.arange(a, b, dtype=np.int64))
     return _costs(_engines[key])
 
 
@@ -113,8 +124,8 @@ def _close(key, comm, data):
 
 
 COMMANDS = {f.__name__.lstrip("_"): f for f in
-            (_create, _load, _step, _set_params, _state, _light, _energies, _centre, _boxes,
-             _memory, _close)}
+            (_create, _load, _load_made, _step, _set_params, _state, _light, _energies, _centre,
+             _boxes, _memory, _close)}
 
 
 def _run(comm, key, name, data, args):
@@ -206,6 +217,17 @@ class ParallelEngine(Engine):
         self._collect_stats(answers)
         self.steps_done = 0
 
+    def load_made(self, maker) -> None:
+        """Every rank makes its share of the particles (nothing travels but the command)."""
+        if maker.n < 64 * self.comm.size:
+            raise EngineError(f"{maker.n} particles are too few for {self.comm.size} "
+                              f"processes; use at least {64 * self.comm.size} or fewer "
+                              "processes")
+        answers = self._call("load_made", None, maker)
+        self._n, self._time, self._meta = maker.n, 0.0, {}
+        self._collect_stats(answers)
+        self.steps_done = 0
+
     def load_exact(self, exact: ExactState) -> None:
         self.load(exact.state, exact if exact.pos is not None else None)
         self.steps_done = int(exact.steps)
@@ -267,6 +289,10 @@ class ParallelEngine(Engine):
             for k in r:
                 if k not in PHASES:
                     figures[k] = max(q.get(k, 0.0) for q in self.rank_ms)
+        for k, name in (("work", "imbalance"), ("particles", "particles_spread")):
+            values = [r[k] for r in self.rank_ms if k in r]
+            if values and sum(values) > 0:  # the largest rank's over the mean
+                figures[name] = max(values) * len(values) / sum(values)
         self.stats = StepStats(ms, sum(s.pp for s in stats), sum(s.pc for s in stats), self._n,
                                figures=figures)
 

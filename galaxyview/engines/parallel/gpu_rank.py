@@ -45,25 +45,6 @@ from galaxyview.light.device import (DEVICE_VALUES, P_FLOATS, SHUFFLE_STRIDE,
 REBALANCE_EVERY = 8  # steps between new splitters (between them, only the leavers move)
 DECOMPOSE_SAMPLE = 65536  # particles a rank samples for new splitters
 
-LET_ADD = r"""
-extern "C" __global__ void let_add(float4* __restrict__ acc, const float4* __restrict__ extra,
-                                   int n)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const float4 a = acc[i], b = extra[i];
-        acc[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-    }
-}
-
-// rank 0 adds another rank's light image (its copy) to its own
-extern "C" __global__ void light_add(float* __restrict__ light, const float* __restrict__ other,
-                                     int n)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        light[i] += other[i];
-}
-"""
-
 
 def rebalance_every() -> int:
     text = os.environ.get("GALAXYVIEW_REBALANCE_EVERY", str(REBALANCE_EVERY))
@@ -116,7 +97,7 @@ def _mirror(name: str):
 
 
 class GPURank(RankMixin, GPUEngine):
-    extra_kernels = (("parallel LET", LET_ADD),
+    extra_kernels = (("parallel_sum.cu", read_kernel("parallel_sum.cu")),
                      ("parallel_let.cu", read_kernel("parallel_let.cu")),
                      ("parallel_domain.cu", read_kernel("parallel_domain.cu")),
                      ("render_pack.cu", read_kernel("render_pack.cu")),
@@ -138,8 +119,8 @@ class GPURank(RankMixin, GPUEngine):
         with self.activate():
             self._side_stream = self._cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
             # the multipoles' end, the export's start and end; the LET import's upload,
-            # forest and walk
-            self._let_ev = tuple(self._cuda.Event() for _ in range(7))  # 6: group boxes
+            # forest and walk; 6: the group boxes; 7, 8: the peer copies of the LETs
+            self._let_ev = tuple(self._cuda.Event() for _ in range(9))
             self._export = let_device.DeviceExport(self)
         self._migration = Migration(self)
         self._peer_path = None  # "device" or "host" (peers.choose), agreed when first needed
@@ -161,6 +142,7 @@ class GPURank(RankMixin, GPUEngine):
             with self.activate():  # the pinned buffers go while their context is there
                 self._staging.clear()
                 self._migration.close()
+                self._export.close()
                 self._images.close()
                 self._gboxes.close()
         super().close()
@@ -204,12 +186,17 @@ class GPURank(RankMixin, GPUEngine):
 
     def step(self, n: int = 1) -> None:
         for _ in range(self._step_count(n)):
+            if not self._alone():
+                self.comm.waited()  # from here: this step's
             self.parallel_ms.update(decompose=0.0, exchange=0.0)  # this step's, if any
             self._domains(self._since >= self.every)
             super().step(1)
             self._since += 1
             t, ms = self.stats.timings_ms, self.parallel_ms  # the LET phases are not integration
             t["integrate"] -= ms["let_build"] + ms["let_comm"] + ms["let_walk"]
+            if not self._alone():
+                ms.update(work=t.get("walk", 0.0) + ms.get("let_walk_gpu", 0.0),
+                          particles=float(self._n), mpi_wait=self.comm.waited())
 
     def _domains(self, decompose_anew: bool) -> None:
         """Collective, at a step's start: new splitters when `decompose_anew` (from a sample
@@ -456,21 +443,26 @@ class GPURank(RankMixin, GPUEngine):
         stream while the device walks the local tree, and a host thread exchanges them.
         (Forces of all particles only: ParallelEngine runs shared steps.)"""
         super()._force(ev, active, refit)
-        if ev is None or self._alone() or self._thread is not None or self._boxes is None:
+        if (ev is None or self._alone() or self._thread is not None or self._lets is not None
+                or self._boxes is None):
             return
         t0 = perf_counter()
-        staged = self._fetch()
+        peers = self.peer_path() == "device"
+        staged = self._fetch(copy=not peers)
         if staged is None:  # the tree or the output outgrew its arrays: LETs after the walk
             return
         self._fetch_ms = 1e3 * (perf_counter() - t0)
+        if peers:  # only the sizes through MPI (the walk runs meanwhile); copies queued
+            self._lets = self._exchange_peers(staged)
+            return
         self._thread = threading.Thread(target=self._exchange_in_thread, args=(staged,),
                                         name="galaxyview-let", daemon=True)
         self._thread.start()
 
-    def _fetch(self):
+    def _fetch(self, copy: bool = True):
         """After the queued export (waited for on the side stream, beside the walk): (cells,
-        particles, rows per rank) in pinned host memory, or None when the tree build or the
-        export's output overflowed (both grown)."""
+        particles, rows per rank) in pinned host memory (without `copy`: None, None, rows per
+        rank), or None when the tree build or the export's output overflowed (both grown)."""
         side, b = self._side_stream, self.buf
         side.wait_for_event(self._let_ev[2])
         status = self._pinned("status", 8, np.uint64)
@@ -478,9 +470,12 @@ class GPURank(RankMixin, GPUEngine):
         counts = self._export.counts(side)
         if counts is None or int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS):
             return None
+        per_rank = self._export.per_rank(counts, len(self._boxes))
+        if not copy:
+            return None, None, per_rank
         cells, parts = self._export.copy(side, counts.sum(axis=0))
         side.synchronize()
-        return cells, parts, self._export.per_rank(counts, len(self._boxes))
+        return cells, parts, per_rank
 
     def _pinned(self, name: str, count: int, dtype) -> np.ndarray:
         """A page-locked host array of at least `count` elements (kept, grown as needed);
@@ -519,10 +514,50 @@ class GPURank(RankMixin, GPUEngine):
         got_parts = comm.alltoallv_rows(parts, per_rank[:, 1], "the LET exchange",
                                         lambda n: self._recv_rows("parts", n,
                                                                   let.PARTICLE_WIDTH))
-        return [(c, p) for r, (c, p) in enumerate(zip(got_cells, got_parts))
+        return [(len(c), len(p)) for r, (c, p) in enumerate(zip(got_cells, got_parts))
                 if r != comm.rank and len(c)]
 
-    def _export_after_walk(self, error):
+    def _exchange_peers(self, staged) -> list:
+        """Collective, on one host: the LET exchange device to device. Every rank's LET
+        sizes (and its output buffers' generations) through MPI; then the other ranks'
+        outputs, opened through CUDA IPC, give this rank its part, copied on the side stream
+        into the import buffers (events 7, 8). Their exports are done (each rank waited
+        for its own before the allgather), and none writes its output again before the
+        next evaluation, which starts after this one's last collective: this rank's copies
+        are done by then (its LET walk waited for them). Returns the LETs' sizes, as
+        _exchange. staged: as _exchange's."""
+        comm, ex, cuda = self.comm, self._export, self._cuda
+        k, me = comm.size, comm.rank
+        per_rank = staged[2] if staged is not None else np.zeros((k, 2), np.int64)
+        with self.activate():
+            ex.ensure()  # (a rank whose evaluation failed before its export offers one too)
+        table = comm.allgather(np.r_[per_rank.reshape(-1), ex.cells.gen, ex.parts.gen],
+                               "the LET sizes")
+        counts = table[:, :2 * k].astype(np.int64).reshape(k, k, 2)  # [from, to]
+        before = counts[:, :me].sum(axis=1)  # rows ahead of this rank's in each output
+        sources = [r for r in range(k) if r != me and counts[r, me, 0] > 0]
+        sizes = counts[sources, me].reshape(-1, 2)
+        self._sent_bytes = 4 * int(let.CELL_WIDTH * per_rank[:, 0].sum() +
+                                   let.PARTICLE_WIDTH * per_rank[:, 1].sum())
+        cw, pw = 4 * let.CELL_WIDTH, 4 * let.PARTICLE_WIDTH
+        with self.activate():
+            ex.cells.open(self, table[:, -2])
+            ex.parts.open(self, table[:, -1])
+            self._import_buffers(*(int(v) for v in sizes.sum(axis=0)))
+            p, side, (c_at, p_at) = self.buf.ptr, self._side_stream, (0, self._n)
+            self._let_ev[7].record(side)
+            for r, (nc, npart) in zip(sources, sizes.tolist()):
+                c0, p0 = (int(v) for v in before[r])
+                cuda.memcpy_dtod_async(p("let_rows") + cw * c_at, ex.cells[r] + cw * c0,
+                                       cw * nc, side)
+                if npart:
+                    cuda.memcpy_dtod_async(p("let_pos") + pw * p_at, ex.parts[r] + pw * p0,
+                                           pw * npart, side)
+                c_at, p_at = c_at + nc, p_at + npart
+            self._let_ev[8].record(side)
+        return [tuple(int(v) for v in row) for row in sizes]
+
+    def _export_after_walk(self, error, copy: bool = True):
         """The export of a rebuilt tree (output grown as needed), not beside the walk; None
         after a failed local evaluation."""
         if error is not None:
@@ -533,7 +568,7 @@ class GPURank(RankMixin, GPUEngine):
         with self.activate():
             for _ in range(3):
                 self._queue_export(self.comm.rank)
-                staged = self._fetch()
+                staged = self._fetch(copy)
                 if staged is not None:
                     break
             else:
@@ -562,6 +597,7 @@ class GPURank(RankMixin, GPUEngine):
         t["multipoles"] = max(0.0, t.get("multipoles", 0.0) - before)
         fetch_ms = self._fetch_ms  # beside the local walk (not on the step's path)
         t0 = perf_counter()
+        peers = self.peer_path() == "device"
         if self._thread is not None:
             self._thread.join()
             self._thread = None
@@ -569,31 +605,32 @@ class GPURank(RankMixin, GPUEngine):
             if isinstance(lets, BaseException):
                 raise lets
             after = 0.0
+        elif self._lets is not None:  # exchanged device to device beside the walk
+            lets, after = self._lets, 0.0
         else:  # a rebuilt tree, or a failed evaluation: the export follows the walk
             staged = None
             try:
-                staged = self._export_after_walk(error)
+                staged = self._export_after_walk(error, copy=not peers)
             except EngineError as exc:
                 error = error or exc
             after = self._fetch_ms if staged is not None else 0.0
-            lets = self._exchange(staged)
+            lets = self._exchange_peers(staged) if peers else self._exchange(staged)
         t1 = perf_counter()
-        self.agree(error, "the local force evaluation")
-        walk_error, walk_ms = None, {}
+        walk_ms = {}  # the LET walk starts without waiting for the other ranks' local walks
         try:
-            if lets:
+            if lets and error is None:
                 walk_ms = self._walk_forest(lets)
         except EngineError as exc:
-            walk_error = exc
-        self.agree(walk_error, "the LET walk")
-        got_c, got_p = sum(len(c) for c, _ in lets or ()), sum(len(p) for _, p in lets or ())
+            error = exc
+        self.agree(error, "the force evaluation (the local tree or the LET walk)")
+        got_c, got_p = sum(c for c, _ in lets or ()), sum(q for _, q in lets or ())
         self.parallel_ms.update(
             local_walk=t.get("walk", 0.0), let_build=before + after,
             let_comm=1e3 * (t1 - t0) - after, let_walk=1e3 * (perf_counter() - t1),
             let_export=self._let_ev[2].time_since(self._let_ev[1]) if self._in_span else 0.0,
             let_fetch=fetch_ms if after == 0.0 else 0.0,
             let_forest=walk_ms.get("forest", 0.0), let_upload=walk_ms.get("upload", 0.0),
-            let_walk_gpu=walk_ms.get("kernel", 0.0),
+            let_walk_gpu=walk_ms.get("kernel", 0.0), let_peer_copy=walk_ms.get("peer", 0.0),
             let_cells_in=float(got_c), let_particles_in=float(got_p),
             let_sent_mib=self._sent_bytes / 2**20,
             let_boxes_in=float(sum(len(q) for q in self._boxes or ()) - len(self._own_boxes())),
@@ -624,38 +661,48 @@ class GPURank(RankMixin, GPUEngine):
         self.stats.pp = int(self._host_status[ST_PP])  # local and LET interactions
         self.stats.pc = int(self._host_status[ST_PC])
         return {"upload": ev[4].time_since(ev[3]), "forest": ev[5].time_since(ev[4]),
-                "kernel": self._events[7].time_since(ev[5])}
+                "kernel": self._events[7].time_since(ev[5]),
+                "peer": ev[8].time_since(ev[7]) if self._peer_path == "device" else 0.0}
+
+    def _import_buffers(self, cells: int, parts: int) -> None:
+        """(in the context) Room for the forest of `cells` LET cells and `parts` particles
+        behind the local ones."""
+        b, n = self.buf, self._n
+        for name, width in (("let_mac", 16), ("let_q0", 16), ("let_q1", 16), ("let_link", 8)):
+            b.room(name, width * (1 + cells))
+        b.room("let_rows", 4 * let.CELL_WIDTH * max(cells, 1))
+        b.room("let_pos", 16 * (n + parts))
+        b.room("let_acc", 16 * n)
 
     def _upload_forest(self, lets: list) -> None:
-        """Queue the forest of the received LETs (self._recv: pinned, LET after LET; `lets`
-        their (cells, particles) per rank) on the device: the rows go up as they are, the
-        particles behind a copy of the local sorted positions ('let_pos'), and let_forest
-        lays the cells out as let.device_forest does ('let_mac', 'let_q0', 'let_q1',
-        'let_link'). Events 3, 4 of _let_ev around the upload."""
+        """Queue the forest of the imported LETs (`lets`: their (cells, particles) per rank;
+        the rows in self._recv, pinned, LET after LET, or on the device path already copied
+        into 'let_rows' and behind the local particles in 'let_pos') on the device: the rows
+        go up as they are, the particles behind a copy of the local sorted positions
+        ('let_pos'), and let_forest lays the cells out as let.device_forest does ('let_mac',
+        'let_q0', 'let_q1', 'let_link'). Events 3, 4 of _let_ev around the upload."""
         cuda, b, n = self._cuda, self.buf, self._n
         p = b.ptr
-        cells, parts = self._recv["cells"], self._recv["parts"]
-        sizes = np.array([[len(c), len(q)] for c, q in lets], np.int64).reshape(-1, 2)
+        sizes = np.array(lets, np.int64).reshape(-1, 2)
         starts = np.r_[np.cumsum(sizes[:, 0]) - sizes[:, 0],
                        np.cumsum(sizes[:, 1]) - sizes[:, 1]].astype(np.int32)
-        n_cells = 1 + len(cells)
-        for name, width in (("let_mac", 16), ("let_q0", 16), ("let_q1", 16), ("let_link", 8)):
-            b._alloc(name, width * n_cells)
-        b._alloc("let_rows", cells.nbytes)
+        n_cells, n_parts = (int(v) for v in sizes.sum(axis=0))
+        self._import_buffers(n_cells, n_parts)
         b._alloc("let_starts", starts.nbytes)
-        b._alloc("let_pos", 16 * (n + len(parts)))
-        b._alloc("let_acc", 16 * n)
         self._let_ev[3].record()
-        if len(cells):
-            cuda.memcpy_htod_async(p("let_rows"), cells)
+        if self._peer_path == "device":  # the peer copies (side stream), long done by now:
+            self._let_ev[8].synchronize()  # the host waits, rather than the null stream
+        else:
+            if n_cells:
+                cuda.memcpy_htod_async(p("let_rows"), self._recv["cells"][:n_cells])
+            if n_parts:
+                cuda.memcpy_htod_async(p("let_pos") + 16 * n, self._recv["parts"][:n_parts])
         cuda.memcpy_htod_async(p("let_starts"), self._pinned_copy("starts", starts))
         pos, _ = b.set_ptrs(self._cur)  # the local particles in the tree's order
         cuda.memcpy_dtod_async(p("let_pos"), pos, 16 * n)
-        if len(parts):
-            cuda.memcpy_htod_async(p("let_pos") + 16 * n, parts)
         self._let_ev[4].record()
-        self.kernels.launch("let_forest", (self._grid(max(len(cells), 1)), 1, 1), (256, 1, 1),
-                            p("let_rows"), len(cells), p("let_starts"), len(lets), n,
+        self.kernels.launch("let_forest", (self._grid(max(n_cells, 1)), 1, 1), (256, 1, 1),
+                            p("let_rows"), n_cells, p("let_starts"), len(sizes), n,
                             p("let_mac"), p("let_q0"), p("let_q1"), p("let_link"))
 
     def _pinned_copy(self, name: str, values: np.ndarray) -> np.ndarray:

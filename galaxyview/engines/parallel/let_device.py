@@ -1,7 +1,8 @@
 """The LET export on the device (kernels/parallel_let.cu): let.export's walk, rows and
 particles for every remote domain (described by boxes: its groups'), queued on the engine's
-stream after the multipoles; one device-to-host copy of the compact result (pinned) on a side
-stream.
+stream after the multipoles. The other ranks copy their part of the compact result device to
+device (CUDA IPC, on one host), or it goes to pinned host memory in one copy on a side stream
+(GPURank._fetch) for MPI.
 
 Per remote domain: one launch to start, then per tree level the acceptance test (against
 every box of the domain, through a tree of their unions: box_tree), an exclusive
@@ -20,6 +21,7 @@ import numpy as np
 
 from galaxyview.engines.gpu.constants import MAX_LEVEL
 from galaxyview.engines.parallel.let import CELL_WIDTH, MARGIN, PARTICLE_WIDTH, valid_boxes
+from galaxyview.engines.parallel.peers import PeerBuffers
 from galaxyview.errors import EngineError
 
 T = (256, 1, 1)
@@ -44,12 +46,24 @@ class DeviceBoxes:
 
 class DeviceExport:
     """The device LET export of one GPU rank (its device buffers; its host copies in the
-    rank's pinned buffers, GPURank._pinned)."""
+    rank's pinned buffers, GPURank._pinned). Its output, `cells` and `parts`, the other
+    ranks read device to device on one host (PeerBuffers)."""
 
     def __init__(self, eng):
         self.eng = eng
         self.cap_cells = self.cap_parts = 0
         self._queued: list[int] = []  # the ranks whose boxes were queued, in order
+        self.cells = PeerBuffers("the LET cells", "let_out_cells")
+        self.parts = PeerBuffers("the LET particles", "let_out_parts")
+
+    def close(self) -> None:
+        """Close the other ranks' outputs (within the engine's context)."""
+        self.cells.close()
+        self.parts.close()
+
+    def ensure(self) -> None:
+        """(in the context) Output buffers, at least the first ones."""
+        self._ensure_out(max(self.cap_cells, MIN_OUT), max(self.cap_parts, MIN_OUT))
 
     def _blocks(self) -> int:
         return min(1024, 2 * self.eng._n_sm)
@@ -72,7 +86,7 @@ class DeviceExport:
         names = ("let_list", "let_acc", "let_opens", "let_offs", "let_kid0", "let_bodies",
                  "let_body0")
         list_, acc, opens, offs, kid0, bodies, body0 = (b.per_cell(n, 4) for n in names)
-        self._ensure_out(max(self.cap_cells, MIN_OUT), max(self.cap_parts, MIN_OUT))
+        self.ensure()
         blocks = self._blocks()
         grid = (blocks, 1, 1)
         npos, _ = b.set_ptrs(eng._cur)
@@ -136,10 +150,10 @@ class DeviceExport:
         b = self.eng.buf
         if cells > self.cap_cells:
             self.cap_cells = cells
-            b._alloc("let_out_cells", 4 * CELL_WIDTH * cells)
+            self.cells.grow(b, 4 * CELL_WIDTH * cells)
         if parts > self.cap_parts:
             self.cap_parts = parts
-            b._alloc("let_out_parts", 4 * PARTICLE_WIDTH * parts)
+            self.parts.grow(b, 4 * PARTICLE_WIDTH * parts)
 
     def counts(self, stream) -> np.ndarray | None:
         """(size, 2) int64 cells and particles of the LET for every rank (after the queued

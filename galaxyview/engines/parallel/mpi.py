@@ -26,6 +26,8 @@ from galaxyview.errors import EngineError
 
 TIMEOUT_S = 600.0  # default patience of one collective (GALAXYVIEW_MPI_TIMEOUT overrides)
 BLOCK = 1 << 12  # bytes of the unit pickled objects travel in
+POLL_S = 2e-4  # longest sleep between polls inside a command (a step's collectives)
+IDLE_POLL_S = 2e-3  # between polls of a rank waiting for the next command
 IN_FLIGHT_BYTES = 1 << 20  # payloads from this size on: a blocking Wait under a watchdog
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 
@@ -89,6 +91,8 @@ class Comm:
         self._types: dict = {}  # row types of alltoallv by (dtype, width)
         # a watchdog may abort while another thread waits inside MPI
         self._watchdog_ok = MPI.Query_thread() == MPI.THREAD_MULTIPLE
+        self.waited_s = 0.0  # the main thread's time inside collectives (see `waited`)
+        self._main = threading.main_thread()
 
     # -- waiting ---------------------------------------------------------------------------
     def wait(self, request, what: str, timeout: float | None = None,
@@ -97,18 +101,29 @@ class Comm:
         for ever, idle ranks only). nbytes: the payload's size, once every peer is known to
         have started it (from IN_FLIGHT_BYTES on: a blocking Wait under a watchdog)."""
         limit = self.timeout if timeout is None else timeout
-        if nbytes >= IN_FLIGHT_BYTES and limit == float("inf"):
-            return request.Wait()
-        if nbytes >= IN_FLIGHT_BYTES and self._watchdog_ok:
-            return self._wait_watched(request, what, limit)
-        start, pause = time.monotonic(), 1e-5
-        while not request.Test():
-            waited = time.monotonic() - start
-            if waited > limit:
-                self.abort(f"process {self.rank}: no answer to {what} from the other processes "
-                           f"within {limit:g} s: one of them died or hangs")
-            time.sleep(pause)
-            pause = min(2 * pause, 2e-3)
+        idle = limit == float("inf")
+        start = time.monotonic()
+        try:
+            if nbytes >= IN_FLIGHT_BYTES and idle:
+                return request.Wait()
+            if nbytes >= IN_FLIGHT_BYTES and self._watchdog_ok:
+                return self._wait_watched(request, what, limit)
+            pause, longest = 1e-5, IDLE_POLL_S if idle else POLL_S
+            while not request.Test():
+                if time.monotonic() - start > limit:
+                    self.abort(f"process {self.rank}: no answer to {what} from the other "
+                               f"processes within {limit:g} s: one of them died or hangs")
+                time.sleep(pause)
+                pause = min(2 * pause, longest)
+        finally:
+            if not idle and threading.current_thread() is self._main:
+                self.waited_s += time.monotonic() - start
+
+    def waited(self) -> float:
+        """ms the main thread spent in collectives since the last call (a command's wait
+        for the slower ranks, and the transfers)."""
+        ms, self.waited_s = 1e3 * self.waited_s, 0.0
+        return ms
 
     def _wait_watched(self, request, what: str, limit: float) -> None:
         """A blocking Wait (MPI progresses the transfer at memory speed, without the GIL)

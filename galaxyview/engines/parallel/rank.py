@@ -145,7 +145,11 @@ class CPURank(RankMixin):
         part = (self.ids, s.pos, s.vel, s.mass, loaded.component, loaded.galaxy, s.radius)
         return part + ((s.acc, s.pot) if exact else ())
 
+    def _n_local(self) -> int:
+        return len(self.system.pos)
+
     def _step(self) -> None:
+        self.comm.waited()  # from here: this step's
         s, loaded = self.system, self._loaded
         rows = pack(s.pos, s.vel, s.acc, s.pot, s.mass, s.radius, loaded.component,
                     loaded.galaxy)
@@ -155,6 +159,9 @@ class CPURank(RankMixin):
         s.radius, s.jerk = rows[:, RADIUS].copy(), None
         self._loaded = rows_state(rows, self._time, loaded.meta)
         super()._step()
+        ms = self.parallel_ms
+        ms.update(work=ms["local_walk"] + ms["let_walk"], particles=float(self._n_local()),
+                  mpi_wait=self.comm.waited())
 
     # -- collective checks -------------------------------------------------------------------
     def _check(self, a: np.ndarray, what: str) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from galaxyview.model.ics import register
+from galaxyview.model.ics.parts import PartMaker
 from galaxyview.model.state import Component, ParticleState
 
 HENON_SCALE = 3.0 * np.pi / 16.0  # Plummer scale length a in Henon units (virial radius 1)
@@ -21,6 +22,34 @@ def plummer_sphere(n: int, rng: np.random.Generator, mass: float = 1.0, scale: f
     """
     if n < 1:
         raise ValueError(f"a Plummer sphere needs n >= 1 particles, got {n}")
+    pos, vel = _draw(n, rng, mass, scale, mass_cut)
+    pos -= pos.mean(axis=0)
+    vel -= vel.mean(axis=0)
+    masses = np.full(n, mass / n)
+    return ParticleState(pos, vel, masses, np.full(n, component, dtype=np.uint8))
+
+
+@dataclass(frozen=True)
+class PlummerParts(PartMaker):
+    """plummer_sphere's model made in parts (parts.py): any range of its n particles alone
+    (a distributed engine's share), the same particles whatever the ranges; `whole()` all of
+    them, centred."""
+
+    n: int
+    seed: int = 1
+    mass: float = 1.0
+    scale: float = 1.0
+
+    def _chunk(self, count: int, rng: np.random.Generator) -> ParticleState:
+        pos, vel = _draw(count, rng, self.mass, self.scale)
+        return ParticleState(pos, vel, np.full(count, self.mass / self.n),
+                             np.full(count, Component.STAR, np.uint8))
+
+
+def _draw(n: int, rng: np.random.Generator, mass: float, scale: float,
+          mass_cut: float = 0.999) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and velocities (float64, not centred) of n particles of a Plummer sphere of
+    total mass `mass` and virial radius `scale`."""
     # radii from the cumulative mass m(r) = r^3 (1 + r^2)^(-3/2), a = 1
     m = rng.uniform(0.0, mass_cut, n)
     r = 1.0 / np.sqrt(m ** (-2.0 / 3.0) - 1.0)
@@ -39,10 +68,7 @@ def plummer_sphere(n: int, rng: np.random.Generator, mass: float = 1.0, scale: f
     # to Henon units, then to the requested mass and size
     pos *= HENON_SCALE * scale
     vel *= np.sqrt(mass / (HENON_SCALE * scale))
-    pos -= pos.mean(axis=0)
-    vel -= vel.mean(axis=0)
-    masses = np.full(n, mass / n)
-    return ParticleState(pos, vel, masses, np.full(n, component, dtype=np.uint8))
+    return pos, vel
 
 
 def _isotropic(length: np.ndarray, rng: np.random.Generator) -> np.ndarray:

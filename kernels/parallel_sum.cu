@@ -1,0 +1,18 @@
+// Sums of one rank's buffers: the LET walk's forces onto the local walk's (let_add);
+// another rank's light image onto rank 0's (light_add).
+extern "C" __global__ void let_add(float4* __restrict__ acc, const float4* __restrict__ extra,
+                                   int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float4 a = acc[i], b = extra[i];
+        acc[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+    }
+}
+
+// rank 0 adds another rank's light image (its copy) to its own
+extern "C" __global__ void light_add(float* __restrict__ light, const float* __restrict__ other,
+                                     int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        light[i] += other[i];
+}
