@@ -17,7 +17,12 @@ attribute float a_value;
 varying vec3 v_light;
 
 void main() {
-    gl_Position = u_mvp * vec4(a_position, 1.0);
+    vec4 clip = u_mvp * vec4(a_position, 1.0);
+    // GL drops a point whose centre is outside the view volume, as the CUDA and host splats
+    // do; some drivers draw wide points partly inside it (guard bands): beyond the far plane
+    // (which every GL clips), they are dropped there too
+    bool outside = any(greaterThan(abs(clip.xyz), vec3(clip.w)));
+    gl_Position = outside ? vec4(0.0, 0.0, 2.0, 1.0) : clip;
     int code = int(clamp(a_component + 0.5, 0.0, 7.0));
     vec4 cw = u_component[code];
     float size = code == 3 ? 2.5 * u_point_size : u_point_size;  // black holes stand out

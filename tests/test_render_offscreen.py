@@ -153,6 +153,39 @@ def test_host_splat_draws_what_gl_sprites_draw(renderer, engine, mode):
         pr.light_source = source
 
 
+def test_a_sprite_whose_centre_is_outside_the_view_draws_nothing(renderer):
+    """GL drops a point whose centre is outside the view volume, and the splats do; drivers
+    that draw wide points partly inside it (NVIDIA's guard band) are made to drop them too,
+    so every path draws the same frame at the edges."""
+    e = CPUEngine(Params(), gravity="direct")
+    cam = renderer.camera
+    try:
+        cam.centre, cam.distance, cam.azimuth, cam.elevation = np.zeros(3), 6.0, 0.0, 0.0
+        axes = cam.project(np.eye(3), (W, H))[:, 0] - W / 2
+        u = int(np.argmax(np.abs(axes)))  # the axis that runs across the view
+        x_out = np.zeros(3, np.float32)
+        x_out[u] = (W + 2.0 - W / 2) / axes[u]  # centred 2 px beyond the right edge
+        pos = np.array([x_out, np.zeros(3)], np.float32)
+        e.load(ParticleState(pos, np.zeros_like(pos), np.full(2, 0.5),
+                             np.full(2, Component.STAR, np.uint8)))
+        renderer.attach(e, fit=False)
+        cam.centre, cam.distance, cam.azimuth, cam.elevation = np.zeros(3), 6.0, 0.0, 0.0
+        assert cam.project(pos, (W, H))[0, 0] == pytest.approx(W + 2.0, abs=0.01)
+        renderer.look.point_size = 9.0  # reaches 2.5 px into the view
+        source, pr = renderer.source, renderer._renderer
+        splat = renderer.draw().astype(int)
+        pr.light_source = None  # GL sprites
+        sprites = renderer.draw().astype(int)
+        pr.light_source = source
+        for img in (splat, sprites):
+            assert img[H // 2 - 2:H // 2 + 3, W // 2 - 2:W // 2 + 3].max() > 100  # the one inside
+            assert img[:, -4:].max() < 5  # nothing at the right edge
+    finally:
+        renderer.look.point_size = 3.0
+        renderer.detach()
+        e.close()
+
+
 class _FakeContext:
     """A pycuda context's push/pop, with no CUDA behind it."""
 
