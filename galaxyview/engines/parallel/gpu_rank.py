@@ -4,13 +4,15 @@ Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree,
 multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
 domains' boxes (their groups') are exchanged (on one host only their counts through MPI: the
 boxes are read device to device) and the LET export against every other domain
-is queued on the device (let_device.py); its compact output is copied to
-pinned host memory on a side stream while the device walks the local tree, and a host thread
-exchanges the LETs over MPI (through host memory: the MPI need not be CUDA-aware). The
-imported LETs, received into pinned memory, go to the device as they are (the particles
-behind a copy of the local sorted positions) and `let_forest` lays them out as one forest under
-an always-opened root (as let.device_forest does); the engine's own walk kernel walks it with
-the local groups into a second buffer, which `let_add` adds to the local forces. When the tree
+is queued on the device (let_device.py). While the device walks the local tree, the LETs are
+exchanged: on one host only their sizes through MPI, each rank copying its part of the
+others' outputs device to device (CUDA IPC, on a side stream); otherwise the compact output
+goes to pinned host memory and a host thread exchanges it over MPI (the MPI need not be
+CUDA-aware), and the imported LETs go up as they were received. They lie as sent (the
+particles behind a copy of the local sorted positions), and `let_forest` lays them out as
+one forest under an always-opened root (as let.device_forest does); the engine's own walk
+kernel walks it with the local groups into a second buffer, which `let_add` adds to the
+local forces. One agreement on errors follows the LET walk. When the tree
 outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
 running beside it. At each step's start the particles that left their domain move to its
 owner (migrate.py: device to device on one host); every REBALANCE_EVERY steps
@@ -439,8 +441,9 @@ class GPURank(RankMixin, GPUEngine):
 
     def _force(self, ev, active=None, refit=False) -> None:
         """The local phases with the LET export before the walk (queued, not waited for);
-        then, on a first attempt, the compact LETs are copied to pinned host memory on a side
-        stream while the device walks the local tree, and a host thread exchanges them.
+        then, on a first attempt and while the device walks the local tree, the LETs are
+        exchanged: device to device (the sizes through MPI), or copied to pinned host memory
+        on a side stream and exchanged by a host thread.
         (Forces of all particles only: ParallelEngine runs shared steps.)"""
         super()._force(ev, active, refit)
         if (ev is None or self._alone() or self._thread is not None or self._lets is not None

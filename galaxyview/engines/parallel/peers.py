@@ -6,7 +6,8 @@ PCIe, without the host and without a CUDA-aware MPI. `choose` agrees on that pat
 all ranks (GALAXYVIEW_PEERS=auto|device|host: host sends everything through MPI, as across
 hosts); `PeerBuffers` keeps the other ranks' buffers of one kind open and reopens one when its
 rank allocated it anew (its generation changed). The leavers (migrate.py), the groups' boxes
-(GPURank._share_boxes) and the light images (GPURank.summed_light) go this way.
+(GPURank._share_boxes), the LETs (GPURank._exchange_peers) and the light images
+(GPURank.summed_light) go this way.
 """
 from __future__ import annotations
 
