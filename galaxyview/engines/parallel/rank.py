@@ -31,7 +31,13 @@ POT, MASS, RADIUS, COMPONENT, GALAXY = 9, 10, 11, 12, 13
 
 
 def pack(pos, vel, acc, pot, mass, radius, component, galaxy, dtype=np.float64) -> np.ndarray:
-    return np.c_[pos, vel, acc, pot, mass, radius, component, galaxy].astype(dtype)
+    """Particle rows of `dtype`, filled column by column (no float64 copy of them all: a
+    rank's share of a billion); acc and pot may be 0."""
+    rows = np.empty((len(mass), GALAXY + 1), dtype)
+    for where, values in ((POS, pos), (VEL, vel), (ACC, acc), (POT, pot), (MASS, mass),
+                          (RADIUS, radius), (COMPONENT, component), (GALAXY, galaxy)):
+        rows[:, where] = values
+    return rows
 
 
 def rows_state(rows: np.ndarray, time: float, meta: dict) -> ParticleState:
@@ -57,8 +63,8 @@ class RankMixin:
         """Load this rank's share of the initial particles (any share: the decomposition
         moves them to their domains before the first forces). exact: float64 (pos, vel)."""
         pos, vel = (state.pos, state.vel) if exact is None else exact
-        rows = pack(pos, vel, np.zeros((state.n, 3)), np.zeros(state.n), state.mass,
-                    state.radius, state.component, state.galaxy, self.row_dtype)
+        rows = pack(pos, vel, 0.0, 0.0, state.mass, state.radius, state.component,
+                    state.galaxy, self.row_dtype)
         rows, self.ids = self._redistribute(rows, ids)
         self._load_rows(rows, rows_state(rows, state.time, state.meta))
 
