@@ -1,10 +1,14 @@
 """Initial conditions made in parts (model/ics/parts.py): any split gives the same
-particles, and the whole is the model (a Plummer sphere) centred."""
+particles, and the whole is the model (a Plummer sphere, a scene's galaxies) as its build
+draws it."""
 import numpy as np
 import pytest
 
 from galaxyview.model.ics.parts import CHUNK, centred, moments
-from galaxyview.model.ics.plummer import HENON_SCALE, PlummerParts
+from galaxyview.model.ics.plummer import HENON_SCALE, PlummerConfig, PlummerParts
+from galaxyview.model.ics.plummer import maker as plummer_maker
+from galaxyview.model.scene import load_scene
+from galaxyview.model.state import Component
 
 
 @pytest.mark.parametrize("cuts", [[0, 5, CHUNK - 1, CHUNK + 3, 2 * CHUNK + 7],
@@ -50,3 +54,53 @@ def test_centred_moves_by_the_summed_moments():
 def test_a_part_outside_the_model_is_refused():
     with pytest.raises(ValueError, match="not in"):
         PlummerParts(100).part(50, 60)
+
+
+@pytest.mark.parametrize("name", ["mw-andromeda", "milky-way", "plummer"])
+def test_scenes_made_in_parts_are_their_models(name):
+    """A scene's maker draws its model again: the components of every galaxy with the
+    build's counts, masses, centres, sizes and spins; any split gives the same particles."""
+    scene = load_scene(name)
+    n = 60_000
+    maker = scene.maker(n)
+    made, built = maker.whole(), scene.build(n)
+    assert made.n == n and made.meta["scene"] == built.meta["scene"]
+    assert made.meta.get("galaxies") == built.meta.get("galaxies")
+    a, b = maker.part(0, 12_345), maker.part(12_345, n - 12_345)
+    assert np.array_equal(np.r_[a.pos, b.pos], maker.part(0, n).pos)
+    for g in np.unique(built.galaxy):
+        mine = built.take(built.galaxy == g)
+        scale = np.median(np.linalg.norm(mine.pos - mine.pos.mean(axis=0), axis=1))
+        for c in np.unique(built.component[built.galaxy == g]):
+            one, two = (s.take((s.galaxy == g) & (s.component == c)) for s in (built, made))
+            assert one.n == two.n and two.mass.sum() == pytest.approx(one.mass.sum(), rel=1e-5)
+            com = [np.average(s.pos, axis=0, weights=s.mass) for s in (one, two)]
+            assert np.linalg.norm(com[0] - com[1]) < 0.02 * scale
+            if one.n < 1000:
+                continue
+            radii = [np.linalg.norm(s.pos - m, axis=1) for s, m in zip((one, two), com)]
+            assert _ks(*radii) < 1.95 * np.sqrt(4 / one.n)  # alpha 0.001; mirrored pairs
+            vel = [np.average(s.vel, axis=0, weights=s.mass) for s in (one, two)]
+            sigma = one.vel.std(axis=0).max()
+            assert np.linalg.norm(vel[0] - vel[1]) < 0.05 * sigma
+            spin = [np.cross(s.pos - m, s.vel - v).sum(axis=0) for s, m, v in
+                    zip((one, two), com, vel)]
+            if c == Component.DISK:  # spins about the same axis
+                cos = spin[0] @ spin[1] / np.linalg.norm(spin[0]) / np.linalg.norm(spin[1])
+                assert cos > 0.999
+
+
+def _ks(a, b) -> float:
+    """The two-sample Kolmogorov-Smirnov statistic."""
+    x = np.sort(np.r_[a, b])
+    return float(np.abs(np.searchsorted(np.sort(a), x, "right") / len(a) -
+                        np.searchsorted(np.sort(b), x, "right") / len(b)).max())
+
+
+def test_a_plummer_scene_made_in_parts_keeps_its_place():
+    config = PlummerConfig(mass=2.0, radius=0.5, center=(1.0, -2.0, 3.0),
+                           velocity=(0.5, 0.0, -0.25))
+    state = plummer_maker(config, 20_000, 3, {}).whole()
+    total = moments(state)
+    assert total[1:4] / total[0] == pytest.approx([1.0, -2.0, 3.0], abs=1e-5)
+    assert total[4:7] / total[0] == pytest.approx([0.5, 0.0, -0.25], abs=1e-5)

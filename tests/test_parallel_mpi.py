@@ -173,6 +173,8 @@ def test_the_rest_of_the_engine_interface_over_three_processes():
     # a model made in parts where it runs: the one-process model's particles and forces
     assert got["made_pos_diff"] < 1e-6 and got["made_mass_equal"]
     assert 0 < got["made_force_err"] < 2e-3
+    assert got["merger_pos_diff"] < 1e-4 and got["merger_same_components"]  # kpc scale 100
+    assert got["merger_galaxies"] == ["Milky Way", "Andromeda"]
     # a step gone non-finite on some rank: every rank raises, the last good state stays
     assert "became" in got["failed"] and "reduce dt" in got["failed"]
     assert got["time_kept"] and got["state_finite"]

@@ -41,8 +41,10 @@ def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 
     params = Params(eps=eps, dt=dt) if scene is None else scene.params
     engine, _ = create_engine(backend, params.with_(theta=theta), device=device)
     try:
-        if scene is None:  # made where it runs: each process its share
-            engine.load_made(PlummerParts(n, seed))
+        # made where it runs (each process its share) where the model is made in parts
+        maker = PlummerParts(n, seed) if scene is None else scene.maker(n)
+        if maker is not None:
+            engine.load_made(maker)
         else:
             engine.load(scene.build(n))
         figures: dict = {}

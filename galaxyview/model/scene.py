@@ -75,6 +75,19 @@ class Scene:
         return state
 
 
+    def maker(self, n: int | None = None, backend: str = "cpu"):
+        """The initial state made in parts (model/ics/parts.py PartMaker: each process of a
+        distributed engine makes its share), where the model offers it; else None. Another
+        draw of the same model than `build`'s."""
+        model = ics.get_model(self.model)
+        if model.maker is None:
+            return None
+        n = self.default_n(backend) if n is None else check_n(n)
+        return model.maker(self.config, n, self.seed, dict(
+            scene=self.name, description=self.description, model=self.model, seed=self.seed,
+            source=str(self.source), units=self.units))
+
+
 def check_n(n) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= N_MAX:
         raise ParameterError(f"the number of particles must be an integer in [1, {N_MAX}], "

@@ -11,6 +11,7 @@ from galaxyview.engines.parallel.mpi import Comm
 from galaxyview.errors import EngineError
 from galaxyview.model.ics.plummer import PlummerParts, plummer_sphere
 from galaxyview.model.params import Params
+from galaxyview.model.scene import load_scene
 
 comm = Comm(timeout=120)
 if comm.rank != 0:
@@ -50,6 +51,15 @@ try:
     one_made = CPUEngine(params)
     one_made.load(whole)
     out["made_force_err"] = rel(made.accelerations()[0], one_made.accelerations()[0])
+    made.close()
+    merger = load_scene("mw-andromeda").maker(3000)  # galaxies made in parts
+    made = ParallelEngine("reference", params, comm=comm)
+    made.load_made(merger)
+    got, whole = made.state(), merger.whole()
+    out["merger_pos_diff"] = float(np.abs(got.pos - whole.pos).max())
+    out["merger_same_components"] = bool(np.array_equal(got.component, whole.component) and
+                                         np.array_equal(got.galaxy, whole.galaxy))
+    out["merger_galaxies"] = got.meta.get("galaxies")
     made.close()
     t_before = par.time
     par.set_params(dt=1e6, eps=1e-6)  # the next step flings particles out: NaN or inf

@@ -18,7 +18,7 @@ from galaxyview.engines.parallel.mpi import Comm, local_rank_from_env
 from galaxyview.engines.parallel.rank import AFTER_ANOTHER, PHASES, CPURank
 from galaxyview.errors import EngineError
 from galaxyview.model.exact import ExactState
-from galaxyview.model.ics.parts import centred, moments
+from galaxyview.model.ics.parts import moments
 from galaxyview.model.state import ParticleState
 
 
@@ -71,7 +71,7 @@ def _load_made(key, comm, data, maker):
     a, b = int(cuts[comm.rank]), int(cuts[comm.rank + 1])
     part = maker.part(a, b - a)
     total = comm.allreduce(moments(part), "sum", "the centre of mass")
-    _engines[key].load_part(centred(part, total), np.arange(a, b, dtype=np.int64))
+    _engines[key].load_part(maker.finish(part, total), np.arange(a, b, dtype=np.int64))
     return _costs(_engines[key])
 
 
@@ -224,7 +224,7 @@ class ParallelEngine(Engine):
                               f"processes; use at least {64 * self.comm.size} or fewer "
                               "processes")
         answers = self._call("load_made", None, maker)
-        self._n, self._time, self._meta = maker.n, 0.0, {}
+        self._n, self._time, self._meta = maker.n, 0.0, dict(maker.meta)
         self._collect_stats(answers)
         self.steps_done = 0
 

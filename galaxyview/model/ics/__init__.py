@@ -4,7 +4,10 @@ Each model is a pair of functions:
   parse(table: Table, units: UnitSystem | None) -> config   validates every key (ends with
       table.finish()); called when the scene file is loaded, so errors show before any work;
   build(config, n: int, rng: numpy.random.Generator) -> ParticleState   makes n particles
-      (approximately n where components split by a rule), in N-body units.
+      (approximately n where components split by a rule), in N-body units;
+and, where its particles are drawn independently, a third:
+  maker(config, n: int, seed: int, meta: dict) -> parts.PartMaker   the same model made in
+      parts (any range of its n particles alone: a distributed engine's share).
 """
 from __future__ import annotations
 
@@ -21,10 +24,11 @@ class Model:
     parse: Callable[..., Any]
     build: Callable[..., Any]
     summary: str = ""
+    maker: Callable[..., Any] | None = None
 
 
-def register(name: str, parse, build, summary: str = "") -> None:
-    MODELS[name] = Model(name, parse, build, summary)
+def register(name: str, parse, build, summary: str = "", maker=None) -> None:
+    MODELS[name] = Model(name, parse, build, summary, maker)
 
 
 def _load_builtin_models() -> None:

@@ -15,14 +15,16 @@ nodes to the pericentre direction (this galaxy to its companion).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from galaxyview.errors import ParameterError
 from galaxyview.model.ics import kepler, register
-from galaxyview.model.ics.galaxy import GalaxyConfig, build_galaxy, galaxy_counts, parse_galaxy
+from galaxyview.model.ics.galaxy import (GalaxyConfig, build_galaxy, galaxy_blocks,
+                                         galaxy_counts, parse_galaxy)
 from galaxyview.model.ics.orbit import RelativeOrbit, mutual_potential
+from galaxyview.model.ics.parts import Block, PartMaker
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
 
@@ -160,5 +162,38 @@ def build(config: EncounterConfig, n: int, rng: np.random.Generator) -> Particle
     return state
 
 
+@dataclass(frozen=True)
+class EncounterParts(PartMaker):
+    """`build`'s encounter made in parts: each galaxy's components as blocks (galaxy_blocks),
+    rotated and put on its orbit particle by particle."""
+
+    config: EncounterConfig
+    n: int
+    seed: int
+    meta: dict = field(default_factory=dict)
+
+    def blocks(self) -> list[Block]:
+        members = self.config.members
+        counts = galaxy_counts([m.galaxy for m in members], self.n)
+        tables = [m.galaxy.equilibrium() for m in members]
+        centres, velocities, peri = layout(self.config, orbits(self.config, tables))
+        out = []
+        for k, member in enumerate(members):
+            rot = disk_rotation(member.inclination, member.omega, peri[k])
+
+            def place(pos, vel, rot=rot, x=centres[k], v=velocities[k]):
+                return pos @ rot.T + x, vel @ rot.T + v
+            out += galaxy_blocks(member.galaxy, counts[k], k, tables[k], place)
+        return out
+
+
+def maker(config: EncounterConfig, n: int, seed: int, meta: dict) -> EncounterParts:
+    tables = [m.galaxy.equilibrium() for m in config.members]
+    return EncounterParts(config, n, seed, {
+        **meta, "galaxies": [m.galaxy.name for m in config.members],
+        "t_pericentre": [o.time_to_pericentre for o in orbits(config, tables)]})
+
+
 register("encounter", parse, build,
-         "two or more disk galaxies on Kepler orbits, each disk oriented on its own")
+         "two or more disk galaxies on Kepler orbits, each disk oriented on its own",
+         maker=maker)

@@ -16,6 +16,7 @@ import numpy as np
 
 from galaxyview.errors import ParameterError
 from galaxyview.model.ics import register
+from galaxyview.model.ics.parts import Block, PartMaker
 from galaxyview.model.ics.jeans import Equilibrium
 from galaxyview.model.ics.plummer import _isotropic
 from galaxyview.model.ics.profiles import ExponentialDisk, Spherical
@@ -184,6 +185,65 @@ def build_galaxy(config: GalaxyConfig, counts: dict, rng: np.random.Generator,
                          np.full(len(mass), index, dtype=np.int16))
 
 
+def galaxy_blocks(config: GalaxyConfig, counts: dict, index: int = 0,
+                  eq: Equilibrium | None = None, place=None) -> list[Block]:
+    """build_galaxy's components as blocks of a model made in parts (parts.py): the same
+    distributions (each drawn as mirrored pairs chunk by chunk, so each chunk of an even
+    count is centred and at rest), keys (index, component). place(pos, vel) -> (pos, vel):
+    the galaxy's rotation and orbit (float64), applied to every particle."""
+    eq = eq or config.equilibrium()
+
+    def block(part: int, n: int, mass: float, component: int, sample) -> Block:
+        def draw(count: int, rng: np.random.Generator) -> ParticleState:
+            pos, vel = sample(count, rng) if sample else (np.zeros((count, 3)), np.zeros((count, 3)))
+            if place is not None:
+                pos, vel = place(pos, vel)
+            return ParticleState(pos, vel, np.full(count, mass / n), np.full(count, component,
+                                 np.uint8), np.full(count, index, np.int16))
+        return Block(n, (index, part), draw)
+
+    def disk(count, rng):
+        R, phi, z = config.disk.sample((count + 1) // 2, rng)
+        v_r, v_phi, v_z = eq.disk_velocities(R, z, rng)
+        c, s = np.cos(phi), np.sin(phi)
+        return _mirrored(np.stack([R * c, R * s, z], axis=1),
+                         np.stack([v_r * c - v_phi * s, v_r * s + v_phi * c, v_z], axis=1), count)
+
+    def sphere(i, model):
+        def sample(count, rng):
+            r = model.sample_radii((count + 1) // 2, rng)
+            return _mirrored(_isotropic(r, rng), eq.sphere_velocities(i, r, rng), count)
+        return sample
+
+    out = []
+    if config.disk is not None:
+        out.append(block(0, counts["disk"], config.disk.mass, Component.DISK, disk))
+    for i, (part, model) in enumerate(_spheres(config)):
+        out.append(block(1 + i, counts[part], model.mass,
+                         Component.BULGE if part == "bulge" else Component.HALO,
+                         sphere(i, model)))
+    if config.black_hole > 0:
+        out.append(block(3, 1, config.black_hole, Component.BLACK_HOLE, None))
+    return out
+
+
+@dataclass(frozen=True)
+class GalaxyParts(PartMaker):
+    """A disk galaxy (`build`'s model) made in parts."""
+
+    config: GalaxyConfig
+    n: int
+    seed: int
+    meta: dict = field(default_factory=dict)
+
+    def blocks(self) -> list[Block]:
+        return galaxy_blocks(self.config, galaxy_counts([self.config], self.n)[0])
+
+
+def maker(config: GalaxyConfig, n: int, seed: int, meta: dict) -> GalaxyParts:
+    return GalaxyParts(config, n, seed, {**meta, "galaxies": [config.name]})
+
+
 def _mirrored(pos: np.ndarray, vel: np.ndarray, n: int):
     """n particles: the drawn ones and their point reflections (-x, -v), which keeps the
     component centred and at rest without dipole noise and keeps its spin."""
@@ -201,4 +261,5 @@ def build(config: GalaxyConfig, n: int, rng: np.random.Generator) -> ParticleSta
 
 
 register("disk_galaxy", parse, build,
-         "disk galaxy: exponential disk, Hernquist bulge, Hernquist/NFW halo, black hole")
+         "disk galaxy: exponential disk, Hernquist bulge, Hernquist/NFW halo, black hole",
+         maker=maker)

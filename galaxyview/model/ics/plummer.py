@@ -1,12 +1,12 @@
 """Plummer sphere (Aarseth, Henon & Wielen 1974 sampling) in Henon units: M = 1, E = -1/4."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from galaxyview.model.ics import register
-from galaxyview.model.ics.parts import PartMaker
+from galaxyview.model.ics.parts import Block, PartMaker, centred
 from galaxyview.model.state import Component, ParticleState
 
 HENON_SCALE = 3.0 * np.pi / 16.0  # Plummer scale length a in Henon units (virial radius 1)
@@ -39,8 +39,20 @@ class PlummerParts(PartMaker):
     seed: int = 1
     mass: float = 1.0
     scale: float = 1.0
+    meta: dict = field(default_factory=dict)
+    center: tuple = (0.0, 0.0, 0.0)
+    velocity: tuple = (0.0, 0.0, 0.0)
 
-    def _chunk(self, count: int, rng: np.random.Generator) -> ParticleState:
+    def blocks(self) -> list[Block]:
+        return [Block(self.n, (), self._draw)]
+
+    def finish(self, state: ParticleState, total: np.ndarray) -> ParticleState:
+        state = centred(state, total)
+        state.pos += np.asarray(self.center, np.float32)
+        state.vel += np.asarray(self.velocity, np.float32)
+        return state
+
+    def _draw(self, count: int, rng: np.random.Generator) -> ParticleState:
         pos, vel = _draw(count, rng, self.mass, self.scale)
         return ParticleState(pos, vel, np.full(count, self.mass / self.n),
                              np.full(count, Component.STAR, np.uint8))
@@ -113,4 +125,10 @@ def build(config: PlummerConfig, n: int, rng: np.random.Generator) -> ParticleSt
     return state
 
 
-register("plummer", parse, build, "Plummer sphere in virial equilibrium (star cluster)")
+def maker(config: PlummerConfig, n: int, seed: int, meta: dict) -> PlummerParts:
+    return PlummerParts(n, seed, config.mass, config.radius, dict(meta), config.center,
+                        config.velocity)
+
+
+register("plummer", parse, build, "Plummer sphere in virial equilibrium (star cluster)",
+         maker=maker)
