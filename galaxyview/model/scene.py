@@ -70,10 +70,13 @@ class Scene:
         """The initial state: the same scene, seed and n always give identical arrays."""
         n = self.default_n(backend) if n is None else check_n(n)
         state = ics.get_model(self.model).build(self.config, n, np.random.default_rng(self.seed))
-        state.meta.update(scene=self.name, description=self.description, model=self.model,
-                          seed=self.seed, source=str(self.source), units=self.units)
+        state.meta.update(self._meta())
         return state
 
+    def _meta(self) -> dict:
+        """What an initial state's meta says of its scene."""
+        return dict(scene=self.name, description=self.description, model=self.model,
+                    seed=self.seed, source=str(self.source), units=self.units)
 
     def maker(self, n: int | None = None, backend: str = "cpu"):
         """The initial state made in parts (model/ics/parts.py PartMaker: each process of a
@@ -83,9 +86,7 @@ class Scene:
         if model.maker is None:
             return None
         n = self.default_n(backend) if n is None else check_n(n)
-        return model.maker(self.config, n, self.seed, dict(
-            scene=self.name, description=self.description, model=self.model, seed=self.seed,
-            source=str(self.source), units=self.units))
+        return model.maker(self.config, n, self.seed, self._meta())
 
 
 def check_n(n) -> int:

@@ -151,9 +151,6 @@ class CPURank(RankMixin):
         part = (self.ids, s.pos, s.vel, s.mass, loaded.component, loaded.galaxy, s.radius)
         return part + ((s.acc, s.pot) if exact else ())
 
-    def _n_local(self) -> int:
-        return len(self.system.pos)
-
     def _step(self) -> None:
         self.comm.waited()  # from here: this step's
         s, loaded = self.system, self._loaded
@@ -166,7 +163,7 @@ class CPURank(RankMixin):
         self._loaded = rows_state(rows, self._time, loaded.meta)
         super()._step()
         ms = self.parallel_ms
-        ms.update(work=ms["local_walk"] + ms["let_walk"], particles=float(self._n_local()),
+        ms.update(work=ms["local_walk"] + ms["let_walk"], particles=float(len(s.pos)),
                   mpi_wait=self.comm.waited())
 
     # -- collective checks -------------------------------------------------------------------

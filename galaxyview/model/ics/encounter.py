@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -143,55 +144,73 @@ def layout(config: EncounterConfig, relative: list[RelativeOrbit]):
     return pos, vel, peri
 
 
-def build(config: EncounterConfig, n: int, rng: np.random.Generator) -> ParticleState:
+def _setup(config: EncounterConfig, n: int):
+    """What build and EncounterParts share: the particles per galaxy and component, the
+    galaxies' equilibrium tables, their relative orbits, and per galaxy place(pos, vel):
+    its disk's rotation and its place on the orbit (float64)."""
     members = config.members
     counts = galaxy_counts([m.galaxy for m in members], n)
     tables = [m.galaxy.equilibrium() for m in members]
     relative = orbits(config, tables)
     centres, velocities, peri = layout(config, relative)
-    states = []
+    places = []
     for k, member in enumerate(members):
-        s = build_galaxy(member.galaxy, counts[k], rng, index=k, eq=tables[k])
         rot = disk_rotation(member.inclination, member.omega, peri[k])
-        s.pos = (s.pos.astype(float) @ rot.T + centres[k]).astype(np.float32)
-        s.vel = (s.vel.astype(float) @ rot.T + velocities[k]).astype(np.float32)
+
+        def place(pos, vel, rot=rot, x=centres[k], v=velocities[k]):
+            return pos @ rot.T + x, vel @ rot.T + v
+        places.append(place)
+    return counts, tables, relative, places
+
+
+def _meta(config: EncounterConfig, relative: list[RelativeOrbit]) -> dict:
+    return {"galaxies": [m.galaxy.name for m in config.members],
+            "t_pericentre": [o.time_to_pericentre for o in relative]}
+
+
+def build(config: EncounterConfig, n: int, rng: np.random.Generator) -> ParticleState:
+    counts, tables, relative, places = _setup(config, n)
+    states = []
+    for k, member in enumerate(config.members):
+        s = build_galaxy(member.galaxy, counts[k], rng, index=k, eq=tables[k])
+        pos, vel = places[k](s.pos.astype(float), s.vel.astype(float))
+        s.pos, s.vel = pos.astype(np.float32), vel.astype(np.float32)
         states.append(s)
     state = ParticleState.concatenate(states)
-    state.meta["galaxies"] = [m.galaxy.name for m in members]
-    state.meta["t_pericentre"] = [o.time_to_pericentre for o in relative]
+    state.meta.update(_meta(config, relative))
     return state
 
 
 @dataclass(frozen=True)
 class EncounterParts(PartMaker):
     """`build`'s encounter made in parts: each galaxy's components as blocks (galaxy_blocks),
-    rotated and put on its orbit particle by particle."""
+    rotated and put on its orbit particle by particle. `meta`: the scene's, and the
+    galaxies' names and times to pericentre."""
 
     config: EncounterConfig
     n: int
     seed: int
-    meta: dict = field(default_factory=dict)
+    scene_meta: dict = field(default_factory=dict)
+
+    @cached_property
+    def _setup(self):
+        return _setup(self.config, self.n)
+
+    def __getstate__(self) -> dict:  # sent to the other processes without the setup
+        return {k: v for k, v in self.__dict__.items() if k != "_setup"}
+
+    @property
+    def meta(self) -> dict:
+        return {**self.scene_meta, **_meta(self.config, self._setup[2])}
 
     def blocks(self) -> list[Block]:
-        members = self.config.members
-        counts = galaxy_counts([m.galaxy for m in members], self.n)
-        tables = [m.galaxy.equilibrium() for m in members]
-        centres, velocities, peri = layout(self.config, orbits(self.config, tables))
-        out = []
-        for k, member in enumerate(members):
-            rot = disk_rotation(member.inclination, member.omega, peri[k])
-
-            def place(pos, vel, rot=rot, x=centres[k], v=velocities[k]):
-                return pos @ rot.T + x, vel @ rot.T + v
-            out += galaxy_blocks(member.galaxy, counts[k], k, tables[k], place)
-        return out
+        counts, tables, _, places = self._setup
+        return [block for k, member in enumerate(self.config.members)
+                for block in galaxy_blocks(member.galaxy, counts[k], k, tables[k], places[k])]
 
 
 def maker(config: EncounterConfig, n: int, seed: int, meta: dict) -> EncounterParts:
-    tables = [m.galaxy.equilibrium() for m in config.members]
-    return EncounterParts(config, n, seed, {
-        **meta, "galaxies": [m.galaxy.name for m in config.members],
-        "t_pericentre": [o.time_to_pericentre for o in orbits(config, tables)]})
+    return EncounterParts(config, n, seed, dict(meta))
 
 
 register("encounter", parse, build,

@@ -147,37 +147,53 @@ def galaxy_counts(configs: list[GalaxyConfig], n: int) -> list[dict]:
 
 
 # -- building ----------------------------------------------------------------------------------
+def _components(config: GalaxyConfig, eq: Equilibrium) -> list[tuple]:
+    """(key, part, mass, Component code, sample) per component of the galaxy, in build
+    order: sample(count, rng) -> (pos, vel) float64, mirrored pairs; None for the black hole
+    (one particle at rest at the centre)."""
+    def disk(count, rng):
+        R, phi, z = config.disk.sample((count + 1) // 2, rng)
+        v_r, v_phi, v_z = eq.disk_velocities(R, z, rng)
+        c, s = np.cos(phi), np.sin(phi)
+        return _mirrored(np.stack([R * c, R * s, z], axis=1),
+                         np.stack([v_r * c - v_phi * s, v_r * s + v_phi * c, v_z], axis=1),
+                         count)
+
+    def sphere(i, model):
+        def sample(count, rng):
+            r = model.sample_radii((count + 1) // 2, rng)
+            return _mirrored(_isotropic(r, rng), eq.sphere_velocities(i, r, rng), count)
+        return sample
+
+    out = []
+    if config.disk is not None:
+        out.append((0, "disk", config.disk.mass, Component.DISK, disk))
+    for i, (part, model) in enumerate(_spheres(config)):
+        code = Component.BULGE if part == "bulge" else Component.HALO
+        out.append((1 + i, part, model.mass, code, sphere(i, model)))
+    if config.black_hole > 0:
+        out.append((3, "black_hole", config.black_hole, Component.BLACK_HOLE, None))
+    return out
+
+
+def _drawn(sample, count: int, rng: np.random.Generator):
+    """(pos, vel) float64 of `count` particles of a component (`_components`' sample)."""
+    return sample(count, rng) if sample else (np.zeros((count, 3)), np.zeros((count, 3)))
+
+
 def build_galaxy(config: GalaxyConfig, counts: dict, rng: np.random.Generator,
                  index: int = 0, eq: Equilibrium | None = None) -> ParticleState:
     """A galaxy of counts[part] particles per component (plus its black hole), spin along +z,
     centre of mass at rest at the origin; ParticleState.galaxy = index. `eq`: its tables when
     already made. Each component is drawn as mirrored pairs (x, v) and (-x, -v)."""
-    eq = eq or config.equilibrium()
     pos, vel, mass, comp = [], [], [], []
-    if config.disk is not None:
-        n = counts["disk"]
-        R, phi, z = config.disk.sample((n + 1) // 2, rng)
-        v_r, v_phi, v_z = eq.disk_velocities(R, z, rng)
-        c, s = np.cos(phi), np.sin(phi)
-        p, v = _mirrored(np.stack([R * c, R * s, z], axis=1),
-                         np.stack([v_r * c - v_phi * s, v_r * s + v_phi * c, v_z], axis=1), n)
+    for _, part, m, code, sample in _components(config, eq or config.equilibrium()):
+        n = counts.get(part, 1)
+        p, v = _drawn(sample, n, rng)
         pos.append(p)
         vel.append(v)
-        mass.append(np.full(n, config.disk.mass / n))
-        comp.append(np.full(n, Component.DISK))
-    for i, (part, sphere) in enumerate(_spheres(config)):
-        n = counts[part]
-        r = sphere.sample_radii((n + 1) // 2, rng)
-        p, v = _mirrored(_isotropic(r, rng), eq.sphere_velocities(i, r, rng), n)
-        pos.append(p)
-        vel.append(v)
-        mass.append(np.full(n, sphere.mass / n))
-        comp.append(np.full(n, Component.BULGE if part == "bulge" else Component.HALO))
-    if config.black_hole > 0:
-        pos.append(np.zeros((1, 3)))
-        vel.append(np.zeros((1, 3)))
-        mass.append(np.array([config.black_hole]))
-        comp.append(np.array([Component.BLACK_HOLE]))
+        mass.append(np.full(n, m / n))
+        comp.append(np.full(n, code))
     pos, vel, mass = np.concatenate(pos), np.concatenate(vel), np.concatenate(mass)
     pos -= mass @ pos / mass.sum()
     vel -= mass @ vel / mass.sum()
@@ -191,40 +207,17 @@ def galaxy_blocks(config: GalaxyConfig, counts: dict, index: int = 0,
     distributions (each drawn as mirrored pairs chunk by chunk, so each chunk of an even
     count is centred and at rest), keys (index, component). place(pos, vel) -> (pos, vel):
     the galaxy's rotation and orbit (float64), applied to every particle."""
-    eq = eq or config.equilibrium()
-
-    def block(part: int, n: int, mass: float, component: int, sample) -> Block:
+    def block(key: int, n: int, m: float, code: int, sample) -> Block:
         def draw(count: int, rng: np.random.Generator) -> ParticleState:
-            pos, vel = sample(count, rng) if sample else (np.zeros((count, 3)), np.zeros((count, 3)))
+            pos, vel = _drawn(sample, count, rng)
             if place is not None:
                 pos, vel = place(pos, vel)
-            return ParticleState(pos, vel, np.full(count, mass / n), np.full(count, component,
-                                 np.uint8), np.full(count, index, np.int16))
-        return Block(n, (index, part), draw)
+            return ParticleState(pos, vel, np.full(count, m / n), np.full(count, code, np.uint8),
+                                 np.full(count, index, np.int16))
+        return Block(n, (index, key), draw)
 
-    def disk(count, rng):
-        R, phi, z = config.disk.sample((count + 1) // 2, rng)
-        v_r, v_phi, v_z = eq.disk_velocities(R, z, rng)
-        c, s = np.cos(phi), np.sin(phi)
-        return _mirrored(np.stack([R * c, R * s, z], axis=1),
-                         np.stack([v_r * c - v_phi * s, v_r * s + v_phi * c, v_z], axis=1), count)
-
-    def sphere(i, model):
-        def sample(count, rng):
-            r = model.sample_radii((count + 1) // 2, rng)
-            return _mirrored(_isotropic(r, rng), eq.sphere_velocities(i, r, rng), count)
-        return sample
-
-    out = []
-    if config.disk is not None:
-        out.append(block(0, counts["disk"], config.disk.mass, Component.DISK, disk))
-    for i, (part, model) in enumerate(_spheres(config)):
-        out.append(block(1 + i, counts[part], model.mass,
-                         Component.BULGE if part == "bulge" else Component.HALO,
-                         sphere(i, model)))
-    if config.black_hole > 0:
-        out.append(block(3, 1, config.black_hole, Component.BLACK_HOLE, None))
-    return out
+    return [block(key, counts.get(part, 1), m, code, sample)
+            for key, part, m, code, sample in _components(config, eq or config.equilibrium())]
 
 
 @dataclass(frozen=True)
