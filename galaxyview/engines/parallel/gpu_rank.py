@@ -284,7 +284,7 @@ class GPURank(RankMixin, GPUEngine):
         pos, vel = b.set_ptrs(self._cur)
         code, vals = DEVICE_VALUES.get(view.mode, 0), 0
         if view.mode == "galaxy":
-            b._alloc("light_vals", 4 * n)
+            b.room("light_vals", 4 * n)
             vals = b.ptr("light_vals")
             k.launch("meta_galaxy", (self._grid(), 1, 1), T, b.ptr("meta"),
                      b.ptr(f"id{self._cur}"), n, vals)
@@ -292,7 +292,7 @@ class GPURank(RankMixin, GPUEngine):
             vals = self._device_values("density") or 0
         if vals:
             code = VALUES_FROM_ENGINE
-        b._alloc("light_verts", 24 * n)
+        b.room("light_verts", 24 * n)  # (with room to spare: n changes every step)
         b._alloc("light_params", 4 * P_FLOATS)
         self._images.grow(b, 16 * w * h)
         if self.comm is not None and self.comm.rank == 0:
