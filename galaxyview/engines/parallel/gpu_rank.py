@@ -117,6 +117,7 @@ class GPURank(RankMixin, GPUEngine):
         self._since = 0
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
         self._in_span, self._sent_bytes, self._recv = False, 0, {}
+        self._import_error = None
         self._staging: dict = {}  # pinned host buffers
         with self.activate():
             self._side_stream = self._cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
@@ -283,7 +284,7 @@ class GPURank(RankMixin, GPUEngine):
         pos, vel = b.set_ptrs(self._cur)
         code, vals = DEVICE_VALUES.get(view.mode, 0), 0
         if view.mode == "galaxy":
-            b._alloc("light_vals", 4 * n)
+            b.room("light_vals", 4 * n)
             vals = b.ptr("light_vals")
             k.launch("meta_galaxy", (self._grid(), 1, 1), T, b.ptr("meta"),
                      b.ptr(f"id{self._cur}"), n, vals)
@@ -291,7 +292,7 @@ class GPURank(RankMixin, GPUEngine):
             vals = self._device_values("density") or 0
         if vals:
             code = VALUES_FROM_ENGINE
-        b._alloc("light_verts", 24 * n)
+        b.room("light_verts", 24 * n)  # (with room to spare: n changes every step)
         b._alloc("light_params", 4 * P_FLOATS)
         self._images.grow(b, 16 * w * h)
         if self.comm is not None and self.comm.rank == 0:
@@ -546,7 +547,11 @@ class GPURank(RankMixin, GPUEngine):
         with self.activate():
             ex.cells.open(self, table[:, -2])
             ex.parts.open(self, table[:, -1])
-            self._import_buffers(*(int(v) for v in sizes.sum(axis=0)))
+            try:  # (no collective follows: the error waits for the evaluation's agreement)
+                self._import_buffers(*(int(v) for v in sizes.sum(axis=0)))
+            except EngineError as exc:
+                self._import_error = exc
+                return []
             p, side, (c_at, p_at) = self.buf.ptr, self._side_stream, (0, self._n)
             self._let_ev[7].record(side)
             for r, (nc, npart) in zip(sources, sizes.tolist()):
@@ -587,7 +592,7 @@ class GPURank(RankMixin, GPUEngine):
         if self._alone():
             return super()._evaluate()
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
-        self._in_span = False
+        self._in_span, self._import_error = False, None
         error = None
         try:
             super()._evaluate()  # the export before the walk, the exchange beside it
@@ -619,6 +624,7 @@ class GPURank(RankMixin, GPUEngine):
             after = self._fetch_ms if staged is not None else 0.0
             lets = self._exchange_peers(staged) if peers else self._exchange(staged)
         t1 = perf_counter()
+        error = error or self._import_error  # no room for the LETs on this device
         walk_ms = {}  # the LET walk starts without waiting for the other ranks' local walks
         try:
             if lets and error is None:
