@@ -46,6 +46,18 @@ extern "C" __global__ void domain_flags(const float4* __restrict__ pos, int n, f
     }
 }
 
+// keys[j]: the key of particle j * stride (a rank's sample for the splitters)
+extern "C" __global__ void domain_sample_keys(const float4* __restrict__ pos, int rows,
+                                              int stride, float lx, float ly, float lz,
+                                              float scale, unsigned long long* __restrict__ keys)
+{
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < rows; j += gridDim.x * blockDim.x) {
+        const float4 p = pos[(size_t)j * stride];
+        keys[j] = hilbert_key(grid_coord(p.x, lx, scale), grid_coord(p.y, ly, scale),
+                              grid_coord(p.z, lz, scale));
+    }
+}
+
 // offs: the exclusive scan of flag. Stayers to (spos, svel, sacc, sid)[i - offs[i]]; leavers
 // (the first cap) to the outbox: rows[offs[i]], their owners and loaded slots (lid)
 extern "C" __global__ void domain_split(int n, const int* __restrict__ flag,

@@ -138,20 +138,55 @@ def test_meta_rides_with_the_rows_bit_for_bit():
 
 
 class _OneRank:
-    """A communicator of one rank standing for `size`: gather and bcast hand back."""
+    """A communicator of one rank standing for `size`: allgather hands back its row."""
     rank = 0
 
     def __init__(self, size):
         self.size = size
 
-    def allreduce(self, values, op="sum", what=""):
-        return np.asarray(values, np.float64)
+    def allgather(self, values, what="", dtype=np.float64):
+        return np.asarray(values, dtype).reshape(1, -1)
 
-    def gather(self, obj, what=""):
-        return [obj]
 
-    def bcast(self, obj, what=""):
-        return obj
+class _Table:
+    """Ranks' allgather rows, recorded one rank at a time (rows None), then handed back whole:
+    what each of `size` ranks would see."""
+    rank = 0
+
+    def __init__(self, size, rows=None):
+        self.size, self.rows, self.sent = size, rows, None
+
+    def allgather(self, values, what="", dtype=np.float64):
+        self.sent = np.asarray(values, dtype).reshape(-1)
+        return np.stack(self.rows) if self.rows is not None else self.sent[None]
+
+
+def _allgathered(fn, parts):
+    """fn(comm, part) on every part as the ranks of one allgather would run it."""
+    rows = []
+    for part in parts:
+        rec = _Table(len(parts))
+        fn(rec, part)
+        rows.append(rec.sent)
+    return [fn(_Table(len(parts), rows), part) for part in parts]
+
+
+def test_every_rank_finds_the_same_cube_and_splitters_from_one_allgather():
+    pos = _pair(60000)
+    pos[:, 2] += np.float32(0.5)
+    parts = np.array_split(pos[np.random.default_rng(1).permutation(len(pos))][:50000],
+                           [9000, 30000])  # three ranks of unequal sizes
+    cubes = _allgathered(decompose.global_cube, parts)
+    lo, size, _ = cubes[0]
+    assert all(np.array_equal(c[0], lo) and c[1] == size for c in cubes)
+    whole = np.concatenate(parts)  # the centre halves the mass on every axis
+    assert np.abs((whole < lo + size / 2).mean(axis=0) - 0.5).max() < 0.005
+    assert (whole >= lo).all() and (whole < lo + size).all()
+    keys = [decompose.particle_keys(p, cubes[0]) for p in parts]
+    cuts = _allgathered(lambda comm, k: decompose.splitters(comm, k, 1.0), keys)
+    assert all(np.array_equal(c, cuts[0]) for c in cuts) and len(cuts[0]) == 2
+    counts = np.bincount(decompose.owners(np.concatenate(keys), cuts[0]), minlength=3)
+    assert np.abs(counts - len(whole) / 3).max() < 2 * decompose.SNAP_TOLERANCE * len(whole) / 3
 
 
 def _pair(n):

@@ -354,7 +354,7 @@ def _migrate(eng, cube, cuts, back):
 
 def test_device_keys_owners_and_the_leavers_round_trip():
     """domain_flags gives decompose's Hilbert keys and owners (a cube that clips some
-    particles); the outbox holds the leavers' rows with their meta; arrivals take the
+    particles), and so does the splitters' strided sample; the outbox holds the leavers' rows with their meta; arrivals take the
     slots of migrate.slots and the particles come with their forces, bit for bit: the same
     set back, fewer (and rows for another rank skipped), more; and the whole set through the
     host where the device has no room."""
@@ -391,6 +391,9 @@ def test_device_keys_owners_and_the_leavers_round_trip():
             eng._meta_to_device()
             left, counts = eng._migration._split(cube, cuts)
             rows, owners, lid = _outbox(eng, left)
+        eng.cube = cube  # the splitters' sample: every k-th particle's key, on the device
+        stride, m = eng._stride(5000)
+        assert m > 4000 and np.array_equal(eng._sample_keys(5000), keys[::stride])
         leave = want != 1
         assert 0.6 * n < left < 0.8 * n and np.array_equal(lid, loaded[leave])
         assert np.array_equal(owners, want[leave]) and np.array_equal(rows[:, :3], host[leave])

@@ -24,25 +24,32 @@ import numpy as np
 from galaxyview.engines.cpu import keys as mkeys
 
 SAMPLES_PER_RANK = 4096  # keys (and positions) each rank contributes to the samples
-CENTRE_SAMPLES = 65536  # positions each rank contributes to the cube's centre (the median)
+CENTRE_SAMPLES = 65536  # positions each rank sorts for the cube's centre (the median)
+QUANTILES = 1024  # of them per axis, sent by each rank
 SNAP_TOLERANCE = 0.02  # a cut may move by this fraction of a part's weight to a coarser cell
 
 
 def global_cube(comm, pos32: np.ndarray, samples: int = CENTRE_SAMPLES):
     """(lo, L, scale) of a cube holding all ranks' float32 positions, centred on their median
-    point (per axis, of every rank's sample weighted by the particles each stands for)."""
-    lo = comm.allreduce(pos32.min(axis=0) if len(pos32) else np.full(3, np.inf), "min",
-                        "the bounding cube")
-    hi = comm.allreduce(pos32.max(axis=0) if len(pos32) else np.full(3, -np.inf), "max",
-                        "the bounding cube")
-    step = max(1, -(-len(pos32) // samples))
-    mine = pos32[step // 2::step].astype(np.float64)
-    gathered = comm.gather((mine, len(pos32) / max(len(mine), 1)), what="the position sample")
-    centre = None
-    if comm.rank == 0:
-        centre = median_point(np.concatenate([g[0] for g in gathered]),
-                              np.concatenate([np.full(len(g[0]), g[1]) for g in gathered]))
-    centre = np.clip(comm.bcast(centre, what="the cube's centre"), lo, hi)
+    point. One allgather: each rank's bounds, count and per-axis quantiles of a strided
+    sample; every rank finds the same cube from them (the weighted median of the quantiles,
+    each standing for its rank's count / QUANTILES)."""
+    n = len(pos32)
+    row = np.zeros(7 + 3 * QUANTILES)
+    row[6] = n
+    if n:
+        axes = np.ascontiguousarray(pos32.T)  # (reductions and sorts along rows: faster)
+        step = max(1, -(-n // samples))
+        sample = np.sort(axes[:, step // 2::step], axis=1)  # each axis on its own
+        at = ((np.arange(QUANTILES) + 0.5) * sample.shape[1] / QUANTILES).astype(np.int64)
+        row[:3], row[3:6], row[7:] = axes.min(axis=1), axes.max(axis=1), sample[:, at].ravel()
+    table = comm.allgather(row, "the bounding cube")
+    table = table[table[:, 6] > 0]
+    if not len(table):
+        return mkeys.cube(np.zeros(3, np.float32), np.zeros(3, np.float32))
+    lo, hi = table[:, :3].min(axis=0), table[:, 3:6].max(axis=0)
+    quantiles = table[:, 7:].reshape(-1, 3, QUANTILES).transpose(0, 2, 1).reshape(-1, 3)
+    centre = np.clip(median_point(quantiles, np.repeat(table[:, 6], QUANTILES)), lo, hi)
     half = max(float((hi - centre).max()), float((centre - lo).max()))
     return mkeys.cube((centre - half).astype(np.float32), (centre + half).astype(np.float32))
 
@@ -79,8 +86,9 @@ def hilbert_keys(coords: np.ndarray) -> np.ndarray:
 
 def splitters(comm, keys: np.ndarray, cost_per_particle: float,
               samples: int = SAMPLES_PER_RANK, per_key: float = 1.0) -> np.ndarray:
-    """The size - 1 splitter keys (uint64) from every rank's weighted key sample. keys: the
-    rank's particles' keys, or a sample of them each standing for `per_key` particles."""
+    """The size - 1 splitter keys (uint64) from every rank's weighted key sample (one
+    allgather; every rank cuts the same samples). keys: the rank's particles' keys, or a
+    sample of them each standing for `per_key` particles."""
     ordered = np.sort(keys)
     step = max(1, -(-len(ordered) // samples))
     mine = ordered[step // 2::step]
@@ -88,13 +96,14 @@ def splitters(comm, keys: np.ndarray, cost_per_particle: float,
     weight = np.full(len(mine), step * cost)
     if len(mine):  # the last sample stands for what remains
         weight[-1] = (len(ordered) - step * (len(mine) - 1)) * cost
-    gathered = comm.gather((mine, weight), what="the key sample")
-    cuts = None
-    if comm.rank == 0:
-        k = np.concatenate([g[0] for g in gathered])
-        w = np.concatenate([g[1] for g in gathered])
-        cuts = split_sample(k, w, comm.size)
-    return comm.bcast(cuts, what="the splitters")
+    row = np.zeros(1 + 2 * samples, np.uint64)  # count, keys, weights (their float64 bits)
+    row[0] = len(mine)
+    row[1:1 + len(mine)] = mine
+    row[1 + samples:1 + samples + len(mine)] = weight.view(np.uint64)
+    table = comm.allgather(row, "the key sample", dtype=np.uint64)
+    k = np.concatenate([t[1:1 + int(t[0])] for t in table])
+    w = np.concatenate([t[1 + samples:1 + samples + int(t[0])].view(np.float64) for t in table])
+    return split_sample(k, w, comm.size)
 
 
 def split_sample(keys: np.ndarray, weight: np.ndarray, parts: int,

@@ -209,19 +209,25 @@ class GPURank(RankMixin, GPUEngine):
         if self._alone():
             return
         t0 = perf_counter()
+        parts = {}
         if decompose_anew:
             pos32 = self._sample_positions(DECOMPOSE_SAMPLE)
+            ta = perf_counter()
             self.cube = decompose.global_cube(self.comm, pos32)
-            keys = decompose.particle_keys(pos32, self.cube)
+            tb = perf_counter()
+            keys = self._sample_keys(DECOMPOSE_SAMPLE)  # the same rows'
+            tc = perf_counter()
             self.cuts = decompose.splitters(self.comm, keys, self.cost,
                                             per_key=self._n / max(len(keys), 1))
             self._since = 0
+            parts = dict(decompose_sample=1e3 * (ta - t0), decompose_cube=1e3 * (tb - ta),
+                         decompose_keys=1e3 * (tc - tb), decompose_cuts=1e3 * (perf_counter() - tc))
         t1 = perf_counter()
         moved = self._migration.run(self.cube, self.cuts)
         if self.comm.allreduce([self._n == 0], "max", "the domain sizes")[0]:
             raise EngineError("a domain lost all its particles; use fewer processes")
         self.parallel_ms.update(decompose=1e3 * (t1 - t0), exchange=1e3 * (perf_counter() - t1),
-                                **moved)
+                                **moved, **parts)
 
     def local_light(self, view) -> np.ndarray:
         """The light of this rank's particles for `view`, splatted on its GPU as the window's
@@ -312,6 +318,20 @@ class GPURank(RankMixin, GPUEngine):
             self._sync()
             pos, _ = self.buf.set_ptrs(self._cur)
             return self._download_rows(pos, np.float32, 4, *self._stride(count))[:, :3]
+
+    def _sample_keys(self, count: int) -> np.ndarray:
+        """(m,) uint64: the Peano-Hilbert keys in self.cube of the rows _sample_positions(count)
+        gives, made on the device (as the migration makes every particle's)."""
+        stride, rows = self._stride(count)
+        lo, _, scale = self.cube
+        b = self.buf
+        with self.activate():
+            b.room("dom_keys", 8 * max(rows, 1))
+            pos, _ = b.set_ptrs(self._cur)
+            self.kernels.launch("domain_sample_keys", (self._grid(rows), 1, 1), (256, 1, 1),
+                                pos, rows, stride, *(float(v) for v in lo), float(scale),
+                                b.ptr("dom_keys"))
+            return self._download(b.ptr("dom_keys"), np.uint64, rows)
 
     def _upload_rows(self, rows: np.ndarray, ids: np.ndarray) -> None:
         """This rank's particles anew from rows (rank.pack's columns, forces included: no
@@ -640,6 +660,7 @@ class GPURank(RankMixin, GPUEngine):
             let_fetch=fetch_ms if after == 0.0 else 0.0,
             let_forest=walk_ms.get("forest", 0.0), let_upload=walk_ms.get("upload", 0.0),
             let_walk_gpu=walk_ms.get("kernel", 0.0), let_peer_copy=walk_ms.get("peer", 0.0),
+            let_interactions=walk_ms.get("interactions", 0.0),
             let_cells_in=float(got_c), let_particles_in=float(got_p),
             let_sent_mib=self._sent_bytes / 2**20,
             let_boxes_in=float(sum(len(q) for q in self._boxes or ()) - len(self._own_boxes())),
@@ -652,6 +673,7 @@ class GPURank(RankMixin, GPUEngine):
         of its parts on the device (events): upload, forest, kernel (walk, let_add)."""
         b, n, ev = self.buf, self._n, self._let_ev
         p, status = b.ptr, self.buf.ptr("status")
+        local = int(self._host_status[ST_PP]) + int(self._host_status[ST_PC])  # the local walk's
         with self.activate():
             self._upload_forest(lets)
             self._cuda.memset_d32_async(status + 8 * ST_WALK_NEXT, 0, 2)  # the group counter
@@ -669,7 +691,7 @@ class GPURank(RankMixin, GPUEngine):
                               f"{self.params.theta:g}: use a larger theta")
         self.stats.pp = int(self._host_status[ST_PP])  # local and LET interactions
         self.stats.pc = int(self._host_status[ST_PC])
-        return {"upload": ev[4].time_since(ev[3]), "forest": ev[5].time_since(ev[4]),
+        return {"interactions": (self.stats.pp + self.stats.pc - local) / max(n, 1),"upload": ev[4].time_since(ev[3]), "forest": ev[5].time_since(ev[4]),
                 "kernel": self._events[7].time_since(ev[5]),
                 "peer": ev[8].time_since(ev[7]) if self._peer_path == "device" else 0.0}
 

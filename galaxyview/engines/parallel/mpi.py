@@ -161,10 +161,10 @@ class Comm:
                   nbytes=send.nbytes)
         return recv
 
-    def allgather(self, values, what: str = "allgather") -> np.ndarray:
-        """(size, k) float64 from k values per rank."""
-        send = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-        recv = np.empty((self.size, len(send)))
+    def allgather(self, values, what: str = "allgather", dtype=np.float64) -> np.ndarray:
+        """(size, k) of `dtype` from k values per rank."""
+        send = np.ascontiguousarray(values, dtype=dtype).reshape(-1)
+        recv = np.empty((self.size, len(send)), dtype)
         self.wait(self.comm.Iallgather(send, recv), what)
         return recv
 
