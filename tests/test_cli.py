@@ -145,3 +145,5 @@ def test_bench_reports_phases_and_rates(capsys):
     assert row["particles_per_s"] == pytest.approx(2048 / (row["step_ms"] / 1e3))
     assert row["bonsai"] is None  # Bonsai figures exist only for the GPU sizes
     assert row["device_bytes_per_particle"] is None  # a host engine holds no device memory
+    # the mean step: of 2 steps, each phase's median is its mean, so the sums agree
+    assert row["figures"]["step_mean_ms"] == pytest.approx(row["step_ms"])

@@ -39,18 +39,19 @@ def _rel(a, b):
     return np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def _mpirun(k, n, out, path):
+def _mpirun(k, n, out, path, per_gpu=1):
     done = mpirun.script(k, "parallel_run.py", "gpu", n, STEPS, out, timeout=600,
-                         GALAXYVIEW_REBALANCE_EVERY="4", GALAXYVIEW_PEERS=path)
+                         GALAXYVIEW_REBALANCE_EVERY="4", GALAXYVIEW_PEERS=path,
+                         GALAXYVIEW_RANKS_PER_GPU=str(per_gpu))
     assert done.returncode == 0, done.stderr[-3000:]
     return np.load(out)
 
 
-@pytest.mark.parametrize("n, path", [(20_000, "device"), (400_000, "device"),
-                                     (400_000, "host")])
-def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path):
+@pytest.mark.parametrize("n, path, k", [(20_000, "device", 2), (400_000, "device", 2),
+                                        (400_000, "host", 2), (400_000, "device", 4)])
+def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path, k):
     """The leavers and the LETs device to device (CUDA IPC) and through the host give the
-    same run."""
+    same run; and so do 4 processes on the 2 GPUs (2 a GPU: 4 domains, 3 LETs each)."""
     from galaxyview.engines.cpu.direct import direct_forces
     from galaxyview.engines.gpu.engine import GPUEngine
 
@@ -63,7 +64,7 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path):
     e1 = one.energies()
     pos1 = one.state().pos
     one.close()
-    got = _mpirun(2, n, tmp_path / "k2.npz", path)
+    got = _mpirun(k, n, tmp_path / f"k{k}.npz", path, per_gpu=k // 2)
     err = _rel(got["acc"], acc1)
     assert np.median(err) < 5e-4 and np.percentile(err, 99) < 5e-3
     sample = np.arange(0, n, max(1, n // 2000))

@@ -372,3 +372,18 @@ def test_export_against_many_boxes_is_the_export_against_each():
     assert len(both[0]) < len(union[0])
     held = {tuple(r) for r in both[1]}
     assert all(tuple(r) in held for _, p in each for r in p)
+
+
+def test_processes_share_gpus_when_asked(monkeypatch):
+    from galaxyview.engines.parallel import launch
+    from galaxyview.errors import EngineError
+
+    monkeypatch.delenv("GALAXYVIEW_RANKS_PER_GPU", raising=False)
+    assert [launch.rank_gpu(r) for r in range(4)] == [0, 1, 2, 3]
+    monkeypatch.setenv("GALAXYVIEW_RANKS_PER_GPU", "2")
+    assert [launch.rank_gpu(r) for r in range(4)] == [0, 0, 1, 1]
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("GALAXYVIEW_RANKS_PER_GPU", bad)
+        with pytest.raises(EngineError, match="GALAXYVIEW_RANKS_PER_GPU.*whole number"):
+            launch.rank_gpu(1)
+

@@ -35,16 +35,18 @@ def step_medians(engine, steps: int, warmup: int,
     (engines.base.PHASES, then any further phases the engine reports: the parallel engine's
     decomposition, exchange and LET phases) and of the p-p and p-c interactions per
     particle. figures (a dict): filled with the medians of the engine's other figures
-    (StepStats.figures: the parallel engine's LET sizes and phase parts)."""
+    (StepStats.figures: the parallel engine's LET sizes and phase parts) and `step_mean_ms`,
+    the mean step (the medians leave out rare steps: the parallel engine's new splitters)."""
     import numpy as np
 
     from galaxyview.engines.base import PHASES
 
     engine.step(warmup)
     samples = {p: [] for p in PHASES}
-    pp, pc, others = [], [], {}
+    pp, pc, others, totals = [], [], {}, []
     for _ in range(steps):
         engine.step(1)
+        totals.append(sum(engine.stats.timings_ms.values()))
         for p in PHASES:
             samples[p].append(engine.stats.timings_ms.get(p, 0.0))
         for p, ms in engine.stats.timings_ms.items():
@@ -57,6 +59,7 @@ def step_medians(engine, steps: int, warmup: int,
     phases = {p: float(np.median(v)) for p, v in samples.items()}
     if figures is not None:
         figures.update({k: float(np.median(v)) for k, v in others.items()})
+        figures["step_mean_ms"] = float(np.mean(totals)) if totals else 0.0
     return phases, float(np.median(pp)), float(np.median(pc))
 
 

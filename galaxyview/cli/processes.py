@@ -37,7 +37,7 @@ def spawn(argv: list[str], k: int, gpus: bool) -> int:
     if reason:
         raise GalaxyviewError(f"{flag}: {reason}; or run on one process")
     if gpus:
-        reason = gpu_unavailable_reason(k - 1)
+        reason = gpu_unavailable_reason(launch.rank_gpu(k - 1))
         if reason:
             raise GalaxyviewError(f"{flag}: {reason}; ask for fewer GPUs")
     env = dict(os.environ)

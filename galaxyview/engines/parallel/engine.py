@@ -31,8 +31,9 @@ def make_rank_engine(backend: str, params, gravity, comm):
         base = CPUEngine
     elif backend == "gpu":  # one GPU a process: the host's local rank picks it
         from galaxyview.engines.parallel.gpu_rank import make_gpu_rank
+        from galaxyview.engines.parallel.launch import rank_gpu
 
-        return make_gpu_rank(params, gravity, comm, local_rank_from_env())
+        return make_gpu_rank(params, gravity, comm, rank_gpu(local_rank_from_env()))
     else:
         raise EngineError(f"the parallel engine has no {backend!r} ranks")
     cls = type(f"Rank{base.__name__}", (CPURank, base), {"own_pair_offset": backend == "cpu"})

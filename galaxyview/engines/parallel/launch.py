@@ -27,6 +27,20 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def ranks_per_gpu() -> int:
+    """Processes sharing each GPU (GALAXYVIEW_RANKS_PER_GPU, default 1): more processes than
+    GPUs run the K-process code on fewer GPUs (to try it; slower than a GPU a process)."""
+    text = os.environ.get("GALAXYVIEW_RANKS_PER_GPU", "1")
+    if not text.isdigit() or int(text) < 1:
+        raise EngineError(f"GALAXYVIEW_RANKS_PER_GPU={text!r}: give a whole number >= 1")
+    return int(text)
+
+
+def rank_gpu(local_rank: int) -> int:
+    """The CUDA device of the process of this host's local rank."""
+    return local_rank // ranks_per_gpu()
+
+
 def mpirun_command(k: int, argv: list[str]) -> list[str]:
     """mpirun -n k on this host for the command argv: oversubscription allowed (more processes
     than cores), no binding to one core (each process runs its own threads), idle processes
