@@ -221,7 +221,8 @@ class GPURank(RankMixin, GPUEngine):
                                             per_key=self._n / max(len(keys), 1))
             self._since = 0
             parts = dict(decompose_sample=1e3 * (ta - t0), decompose_cube=1e3 * (tb - ta),
-                         decompose_keys=1e3 * (tc - tb), decompose_cuts=1e3 * (perf_counter() - tc))
+                         decompose_keys=1e3 * (tc - tb),
+                         decompose_cuts=1e3 * (perf_counter() - tc))
         t1 = perf_counter()
         moved = self._migration.run(self.cube, self.cuts)
         if self.comm.allreduce([self._n == 0], "max", "the domain sizes")[0]:
@@ -670,7 +671,8 @@ class GPURank(RankMixin, GPUEngine):
     def _walk_forest(self, lets: list) -> dict:
         """The imported LETs walked by the local groups on the device; their accelerations
         and potentials added to the local ones (buffer 'acc', sorted order). Returns the ms
-        of its parts on the device (events): upload, forest, kernel (walk, let_add)."""
+        of its parts on the device (events): upload, forest, kernel (walk, let_add), peer;
+        and its interactions a particle."""
         b, n, ev = self.buf, self._n, self._let_ev
         p, status = b.ptr, self.buf.ptr("status")
         local = int(self._host_status[ST_PP]) + int(self._host_status[ST_PC])  # the local walk's
@@ -691,8 +693,9 @@ class GPURank(RankMixin, GPUEngine):
                               f"{self.params.theta:g}: use a larger theta")
         self.stats.pp = int(self._host_status[ST_PP])  # local and LET interactions
         self.stats.pc = int(self._host_status[ST_PC])
-        return {"interactions": (self.stats.pp + self.stats.pc - local) / max(n, 1),"upload": ev[4].time_since(ev[3]), "forest": ev[5].time_since(ev[4]),
+        return {"upload": ev[4].time_since(ev[3]), "forest": ev[5].time_since(ev[4]),
                 "kernel": self._events[7].time_since(ev[5]),
+                "interactions": (self.stats.pp + self.stats.pc - local) / max(n, 1),
                 "peer": ev[8].time_since(ev[7]) if self._peer_path == "device" else 0.0}
 
     def _import_buffers(self, cells: int, parts: int) -> None:
