@@ -355,9 +355,9 @@ def _migrate(eng, cube, cuts, back):
 def test_device_keys_owners_and_the_leavers_round_trip():
     """domain_flags gives decompose's Hilbert keys and owners (a cube that clips some
     particles), and so does the splitters' strided sample; the outbox holds the leavers'
-    rows with their meta; arrivals take the slots of migrate.slots and the particles come with their forces, bit for bit: the same
-    set back, fewer (and rows for another rank skipped), more; and the whole set through the
-    host where the device has no room."""
+    rows with their meta; arrivals take the slots of migrate.slots and the particles come
+    with their forces, bit for bit: the same set back, fewer (and rows for another rank
+    skipped), more; and the whole set through the host where the device has no room."""
     from galaxyview.engines.parallel import decompose
     from galaxyview.engines.parallel.migrate import pack_meta, unpack_meta
     from galaxyview.engines.cpu import keys as mkeys
