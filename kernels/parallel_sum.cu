@@ -9,7 +9,7 @@ extern "C" __global__ void let_add(float4* __restrict__ acc, const float4* __res
     }
 }
 
-// rank 0 adds another rank's light image (its copy) to its own
+// rank 0 adds another rank's light image (read in its device's memory, CUDA IPC) to its own
 extern "C" __global__ void light_add(float* __restrict__ light, const float* __restrict__ other,
                                      int n)
 {

@@ -272,11 +272,10 @@ class GPURank(RankMixin, GPUEngine):
             self._images.open(self, table[:, 1])
             if self.comm.rank:
                 return None  # rank 0 reads this image before its next command
-            mine, peer = b.ptr("light_image"), b.ptr("light_peer")
-            for r in range(1, self.comm.size):
-                self._cuda.memcpy_dtod(peer, self._images[r], 4 * count)
-                self.kernels.launch("light_add", (self._grid(count), 1, 1), T, mine, peer,
-                                    count)
+            mine = b.ptr("light_image")
+            for r in range(1, self.comm.size):  # read where it lies (peer memory), added
+                self.kernels.launch("light_add", (self._grid(count), 1, 1), T, mine,
+                                    self._images[r], count)
             if on_device:
                 self._cuda.Context.synchronize()
                 return mine
@@ -302,8 +301,6 @@ class GPURank(RankMixin, GPUEngine):
         b.room("light_verts", 24 * n)  # (with room to spare: n changes every step)
         b._alloc("light_params", 4 * P_FLOATS)
         self._images.grow(b, 16 * w * h)
-        if self.comm is not None and self.comm.rank == 0:
-            b._alloc("light_peer", 16 * w * h)
         blocks = (-(-n // 256), 1, 1)
         k.launch("pack_vertices", blocks, T, pos, vel, b.ptr("acc"), vals, 0,
                  b.ptr("light_verts"), n, np.uint64(SHUFFLE_STRIDE), code)

@@ -77,12 +77,11 @@ class PeerBuffers:
         stale = [r for r in range(comm.size)
                  if r != comm.rank and self._open.get(r, (None,))[0] != gens[r]]
         handle = np.frombuffer(bytes(eng._cuda.mem_get_ipc_handle(ptr)), np.uint8)
-        handles = comm.allgather(np.r_[handle, np.zeros(-len(handle) % 8, np.uint8)]
-                                 .view(np.float64), f"the IPC handles of {self.what}")
+        handles = comm.allgather(handle, f"the IPC handles of {self.what}", dtype=np.uint8)
         for r in stale:
             if r in self._open:
                 self._open.pop(r)[1].close()
-            raw = bytearray(handles[r].view(np.uint8)[:len(handle)].tobytes())
+            raw = bytearray(handles[r].tobytes())
             self._open[r] = (gens[r], eng._cuda.IPCMemoryHandle(raw))
 
     def __getitem__(self, rank: int) -> int:
