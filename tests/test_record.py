@@ -126,6 +126,14 @@ record.add_record_parser(parser.add_subparsers())
 sys.exit(record.run_record(parser.parse_args(["record", *sys.argv[1:]])))"""
 
 
+def _size(path) -> int:
+    """The file's size; 0 when it is gone (removed since it was listed)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def test_sigint_exits_130_with_valid_movie(tmp_path):
     """The real thing: SIGINT to the command while it records."""
     out = tmp_path / "sigint.mp4"
@@ -133,8 +141,8 @@ def test_sigint_exits_130_with_valid_movie(tmp_path):
                              "--frames", "100000", *SIZE], stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while time.time() < deadline and proc.poll() is None:
-        parts = [p for p in tmp_path.iterdir() if p.suffix == ".part"]
-        if parts and parts[0].stat().st_size > 0:  # ffmpeg writes the header on frame 1
+        # ffmpeg writes the header on frame 1 (the output check's probe .part comes and goes)
+        if any(p.suffix == ".part" and _size(p) > 0 for p in tmp_path.iterdir()):
             break
         time.sleep(0.05)
     time.sleep(0.5)  # a few more frames
