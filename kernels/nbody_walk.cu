@@ -144,6 +144,8 @@ struct WalkArgs {
     float alpha;
     float sx, sy, sz;  // walk_ext, image walks (ghost boxes): the targets moved by -(sx, sy, sz)
     int image;  // walk_ext: 1: an image's forces added to acc (no self pair), 0: acc written
+    int root1, root2;  // the walk's roots: root1 (0: the tree's) and root2 (-1: none)
+    int g_lo, g_hi;  // the groups walked: [g_lo, min(g_hi, groups built))
 };
 
 // EXT: the walk_ext features (particles through A.idx, the relative MAC), compiled out of walk.
@@ -189,8 +191,8 @@ __device__ void walk_group(const WalkArgs& A, int gb, int gc, WarpShared& sh, in
     const unsigned lt_mask = (1u << lane) - 1u;
     unsigned long long self = 0;  // group particles whose own leaf gave p-p pairs
     unsigned mine = 0;  // EXT with idx: bit k: particle k's own leaf gave p-p pairs
-    int top = 1, npc = 0, npp = 0;
-    if (lane == 0) stack[0] = 0;
+    int top = A.root2 >= 0 ? 2 : 1, npc = 0, npp = 0;
+    if (lane == 0) { stack[0] = A.root1; stack[1] = A.root2; }
     __syncwarp();
 
     auto flush_pc = [&](int n) {
@@ -313,11 +315,11 @@ __device__ void walk_groups(const WalkArgs& A, const int* __restrict__ group_beg
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     WarpShared& sh = shared[warp];
     int* stack = stacks + (size_t)(blockIdx.x * WALK_WARPS + warp) * STACK_CAP;
-    const int ngroups = (int)A.status[ST_GROUPS];
+    const int ngroups = min((int)A.status[ST_GROUPS], A.g_hi);
     unsigned long long n_pp = 0, n_pc = 0;
     while (true) {
         int g = 0;
-        if (lane == 0) g = (int)atomicAdd(&A.status[ST_WALK_NEXT], 1ull);
+        if (lane == 0) g = A.g_lo + (int)atomicAdd(&A.status[ST_WALK_NEXT], 1ull);
         g = __shfl_sync(FULL_MASK, g, 0);
         if (g >= ngroups) break;
         const int gb = group_begin[g], gc = group_count[g];
@@ -346,7 +348,23 @@ walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
      unsigned long long* status, float eps2, float G, int pp_leaf)
 {
     const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
-                     nullptr, nullptr, 0.f, 0.f, 0.f, 0.f, 0};
+                     nullptr, nullptr, 0.f, 0.f, 0.f, 0.f, 0, 0, -1, 0, 0x7fffffff};
+    walk_groups<false>(A, group_begin, group_count, stacks);
+}
+
+// walk from roots root1 and root2 (-1: none) by the groups [g_lo, g_hi): a parallel rank's
+// local tree (cell 0) and the forest of its LETs behind it (cell root2, whose links point past
+// the local cells and particles) walked as one, or either alone.
+extern "C" __global__ void __launch_bounds__(WALK_THREADS, WALK_MIN_BLOCKS)
+walk_roots(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
+           const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
+           const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
+           const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
+           unsigned long long* status, float eps2, float G, int pp_leaf, int root1, int root2,
+           int g_lo, int g_hi)
+{
+    const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
+                     nullptr, nullptr, 0.f, 0.f, 0.f, 0.f, 0, root1, root2, g_lo, g_hi};
     walk_groups<false>(A, group_begin, group_count, stacks);
 }
 
@@ -361,6 +379,6 @@ walk_ext(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
          const float* ml2, float alpha, float sx, float sy, float sz, int image)
 {
     const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
-                     idx, ml2, alpha, sx, sy, sz, image};
+                     idx, ml2, alpha, sx, sy, sz, image, 0, -1, 0, 0x7fffffff};
     walk_groups<true>(A, group_begin, group_count, stacks);
 }

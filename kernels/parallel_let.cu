@@ -281,20 +281,21 @@ extern "C" __global__ void let_end(int* ctl, int* counts, int k, int cap_cells, 
 // -- particles at starts[K + k]) into the walk's forest layout, as let.device_forest builds it:
 // -- cell 0 an always-opened root whose children are the K LET roots (cells 1..K), the other
 // -- cells of LET k after all the roots; the LETs' particles follow the n_local local ones.
+// -- base: the forest's cells start there (behind a copy of the local tree's: walk_roots).
 extern "C" __global__ void __launch_bounds__(LET_T)
 let_forest(const float* __restrict__ rows, int n_rows, const int* __restrict__ starts, int K,
-           int n_local, float4* __restrict__ mac, float4* __restrict__ q0,
+           int n_local, int base, float4* __restrict__ mac, float4* __restrict__ q0,
            float4* __restrict__ q1, int2* __restrict__ link)
 {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        mac[0] = make_float4(0.f, 0.f, 0.f, INFINITY);
-        q0[0] = q1[0] = make_float4(0.f, 0.f, 0.f, 0.f);
-        link[0] = make_int2(1, K);
+        mac[base] = make_float4(0.f, 0.f, 0.f, INFINITY);
+        q0[base] = q1[base] = make_float4(0.f, 0.f, 0.f, 0.f);
+        link[base] = make_int2(base + 1, K);
     }
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n_rows; i += gridDim.x * blockDim.x) {
         int k = 0;
         while (k + 1 < K && starts[k + 1] <= i) k++;
-        const int j = i - starts[k], at = j == 0 ? 1 + k : K + i - k;
+        const int j = i - starts[k], at = base + (j == 0 ? 1 + k : K + i - k);
         const float* r = rows + (size_t)LET_ROW * i;
         mac[at] = make_float4(r[0], r[1], r[2], r[16]);
         q0[at] = make_float4(__fmul_rn(3.f, r[4]), __fmul_rn(3.f, r[5]), __fmul_rn(3.f, r[6]),
@@ -303,7 +304,7 @@ let_forest(const float* __restrict__ rows, int n_rows, const int* __restrict__ s
                              __fmul_rn(0.5f, __fadd_rn(__fadd_rn(r[4], r[5]), r[6])), r[3]);
         const int kid0 = __float_as_int(r[12]), kids = __float_as_int(r[13]);
         const int body0 = __float_as_int(r[14]), bodies = __float_as_int(r[15]);
-        link[at] = kids > 0 ? make_int2(K + starts[k] - k + kid0, kids)
+        link[at] = kids > 0 ? make_int2(base + K + starts[k] - k + kid0, kids)
                             : make_int2(bodies > 0 ? n_local + starts[K + k] + body0 : 0, -bodies);
     }
 }

@@ -39,10 +39,10 @@ def _rel(a, b):
     return np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def _mpirun(k, n, out, path, per_gpu=1):
+def _mpirun(k, n, out, path, per_gpu=1, walk="apart"):
     done = mpirun.script(k, "parallel_run.py", "gpu", n, STEPS, out, timeout=600,
                          GALAXYVIEW_REBALANCE_EVERY="4", GALAXYVIEW_PEERS=path,
-                         GALAXYVIEW_RANKS_PER_GPU=str(per_gpu))
+                         GALAXYVIEW_RANKS_PER_GPU=str(per_gpu), GALAXYVIEW_LET_WALK=walk)
     assert done.returncode == 0, done.stderr[-3000:]
     return np.load(out)
 
@@ -85,6 +85,23 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path, k):
     assert particles_in > 0 and upload > 0
     assert (peer_copy > 0) == (path == "device")
     assert np.percentile(np.linalg.norm(got["pos"] - pos1, axis=1), 99) < 1e-4
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_one_walk_of_the_tree_and_the_lets_is_the_two_walks(tmp_path, k):
+    """GALAXYVIEW_LET_WALK=one (the local tree and the imported LETs walked together,
+    walk_roots) makes the same interactions as the local and LET walks apart, on 2 and on 4
+    domains (3 LETs each), and the same run to float32 rounding."""
+    got = {w: _mpirun(k, 400_000, tmp_path / f"{w}.npz", "device", per_gpu=k // 2, walk=w)
+           for w in ("apart", "one")}
+    one, apart = got["one"], got["apart"]
+    assert np.array_equal(one["interactions"], apart["interactions"])
+    assert apart["interactions"].min() > 400_000 * 100
+    err = _rel(one["acc"], apart["acc"])
+    assert np.median(err) < 2e-6 and err.max() < 1e-3
+    assert one["e1"].sum() == pytest.approx(apart["e1"].sum(), rel=1e-6)
+    assert np.percentile(np.linalg.norm(one["pos"] - apart["pos"], axis=1), 99) < 1e-5
+    assert one["let_in"][2] == apart["let_in"][2] > 0  # the same LETs came
 
 
 def test_two_gpus_sum_their_light_on_one_gpu(tmp_path):

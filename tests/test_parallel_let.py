@@ -387,3 +387,28 @@ def test_processes_share_gpus_when_asked(monkeypatch):
         with pytest.raises(EngineError, match="GALAXYVIEW_RANKS_PER_GPU.*whole number"):
             launch.rank_gpu(1)
 
+
+
+def test_the_head_start_is_sized_to_end_just_after_the_lets_come():
+    """GPURank._size_head: a head start that ended before the LETs came grows by the wait
+    (plus the margin), one that outlasted them shrinks; at most twofold a time, within
+    HEAD_SHARES."""
+    from types import SimpleNamespace
+
+    from galaxyview.engines.parallel.gpu_rank import (HEAD_MARGIN_MS, HEAD_SHARE, HEAD_SHARES,
+                                                      GPURank)
+
+    rank = SimpleNamespace(_head_share=HEAD_SHARE)
+    GPURank._size_head(rank, 2.0, 1.0)  # the LETs came 1 ms after the head start's end
+    assert rank._head_share == pytest.approx(HEAD_SHARE * (3.0 + HEAD_MARGIN_MS) / 2.0)
+    grown = rank._head_share
+    GPURank._size_head(rank, 4.0, -2.0)  # they came 2 ms before its end
+    assert rank._head_share == pytest.approx(grown * (2.0 + HEAD_MARGIN_MS) / 4.0)
+    GPURank._size_head(rank, 1.0, 30.0)  # far too short: twice the share, no more
+    assert rank._head_share == pytest.approx(grown * (2.0 + HEAD_MARGIN_MS) / 4.0 * 2)
+    for _ in range(20):
+        GPURank._size_head(rank, 1.0, 30.0)
+    assert rank._head_share == HEAD_SHARES[1]
+    for _ in range(20):
+        GPURank._size_head(rank, 10.0, -10.0)
+    assert rank._head_share == HEAD_SHARES[0]

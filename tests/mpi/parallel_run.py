@@ -21,6 +21,7 @@ try:
     engine = ParallelEngine(backend, params, comm=comm)
     engine.load(plummer_sphere(n, np.random.default_rng(7)))
     acc, pot = engine.accelerations()
+    interactions = [engine.stats.pp, engine.stats.pc]  # the load's evaluation, all ranks
     e0 = engine.energies()
     engine.step(steps)
     moved = engine.stats.figures.get("moved_out", -1.0)  # the last step's leavers (GPU ranks)
@@ -39,7 +40,8 @@ try:
                  ("decompose", "exchange", "let_build", "walk", "let_comm", "let_walk",
                   "integrate")],
              counts=[len(a) for a in [engine.rank_ms]], moved=moved,
-             device_path=device_path, balance=balance, rank_particles=rank_particles, let_in=let_in)
+             device_path=device_path, balance=balance, rank_particles=rank_particles, let_in=let_in,
+             interactions=interactions)
     engine.close()
 finally:
     stop_serving(comm)

@@ -578,6 +578,11 @@ class GPUEngine(Engine):
         """Called by run_force between the multipoles and the walk (ev: None on a repeat
         after grown arrays); what a subclass queues there runs before the walk."""
 
+    def _walk_later(self, ev) -> bool:
+        """Called by run_force after _before_walk: True to leave the walk to the caller of
+        _force (which then walks the tree itself, with more trees beside it)."""
+        return False
+
     def _ghosts(self) -> np.ndarray:
         """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
         ghosts = self.boundary.ghosts()

@@ -4,15 +4,19 @@ Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree,
 multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
 domains' boxes (their groups') are exchanged (on one host only their counts through MPI: the
 boxes are read device to device) and the LET export against every other domain
-is queued on the device (let_device.py). While the device walks the local tree, the LETs are
-exchanged: on one host only their sizes through MPI, each rank copying its part of the
+is queued on the device (let_device.py). While the device walks the local tree (or its head
+start: below), the LETs are exchanged: on one host only their sizes through MPI, each rank copying its part of the
 others' outputs device to device (CUDA IPC, on a side stream); otherwise the compact output
 goes to pinned host memory and a host thread exchanges it over MPI (the MPI need not be
 CUDA-aware), and the imported LETs go up as they were received. They lie as sent (the
 particles behind a copy of the local sorted positions), and `let_forest` lays them out as
-one forest under an always-opened root (as let.device_forest does); the engine's own walk
-kernel walks it with the local groups into a second buffer, which `let_add` adds to the
-local forces. One agreement on errors follows the LET walk. When the tree
+one forest under an always-opened root (as let.device_forest does), behind a copy of the
+local tree's cells. The local walk runs beside the exchange and the forest is walked after
+it into a second buffer, which `let_add` adds; or (GALAXYVIEW_LET_WALK=one) the local walk
+waits for the LETs: some groups walk the local tree while the LETs are exchanged (the head
+start), then the others walk the tree and the forest together (walk_roots), and the head
+start's groups the forest alone (added by let_add_groups). One agreement on errors follows
+the walk. When the tree
 outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
 running beside it. At each step's start the particles that left their domain move to its
 owner (migrate.py: device to device on one host); every REBALANCE_EVERY steps
@@ -25,14 +29,15 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import suppress
 from time import perf_counter
 
 import numpy as np
 
 from galaxyview.cuda.compile import read_kernel
 from galaxyview.engines.cpu.cells import Tree
-from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, ST_FLAGS,
-                                              ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
+from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, ST_CELLS,
+                                              ST_FLAGS, ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import decompose, let, let_device
 from galaxyview.engines.parallel.let_device import T, DeviceBoxes
@@ -44,6 +49,10 @@ from galaxyview.errors import EngineError
 from galaxyview.light.device import (DEVICE_VALUES, P_FLOATS, SHUFFLE_STRIDE,
                                      VALUES_FROM_ENGINE, splat_params)
 
+# GALAXYVIEW_LET_WALK=one: the share of the groups that walk the local tree before the LETs
+# are in (the head start): 1/8 at first, then sized each evaluation to end HEAD_MARGIN_MS
+# after the LETs are copied in, within [1/64, 1/2]
+HEAD_SHARE, HEAD_SHARES, HEAD_MARGIN_MS = 1 / 8, (1 / 64, 1 / 2), 0.3
 REBALANCE_EVERY = 8  # steps between new splitters (between them, only the leavers move)
 DECOMPOSE_SAMPLE = 65536  # particles a rank samples for new splitters
 
@@ -62,6 +71,18 @@ def let_boxes() -> str:
     text = os.environ.get("GALAXYVIEW_LET_BOXES", "groups")
     if text not in ("groups", "domain"):
         raise EngineError(f"GALAXYVIEW_LET_BOXES={text!r}: give groups or domain")
+    return text
+
+
+def let_walk() -> str:
+    """How the imported LETs are walked (GALAXYVIEW_LET_WALK): "apart" (the default: the local
+    tree walked while the LETs are exchanged, then their forest in a second walk) or "one"
+    (the local tree and the forest walked together once the LETs are there, after a head
+    start of some groups on the local tree alone while they are exchanged; docs/parallel.md
+    has both measured)."""
+    text = os.environ.get("GALAXYVIEW_LET_WALK", "apart")
+    if text not in ("apart", "one"):
+        raise EngineError(f"GALAXYVIEW_LET_WALK={text!r}: give one or apart")
     return text
 
 
@@ -114,6 +135,12 @@ class GPURank(RankMixin, GPUEngine):
         super().__init__(params, gravity, device)
         self.every = rebalance_every()
         self.let_boxes = let_boxes()
+        self.let_walk = let_walk()
+        self._walk_left = False  # this evaluation's local walk waits for the LETs (walk_roots)
+        self._walk_queued = None  # the LETs whose walk is queued on the side stream
+        self._walk_queued_on_side = False
+        self._cells_built = self._groups_built = self._head = 0
+        self._head_share = HEAD_SHARE
         self._since = 0
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
         self._in_span, self._sent_bytes, self._recv = False, 0, {}
@@ -122,8 +149,9 @@ class GPURank(RankMixin, GPUEngine):
         with self.activate():
             self._side_stream = self._cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
             # the multipoles' end, the export's start and end; the LET import's upload,
-            # forest and walk; 6: the group boxes; 7, 8: the peer copies of the LETs
-            self._let_ev = tuple(self._cuda.Event() for _ in range(9))
+            # forest and walk; 6: the group boxes; 7, 8: the peer copies of the LETs; 9: the
+            # LET walk's end; 10, 11: the head start of the local walk
+            self._let_ev = tuple(self._cuda.Event() for _ in range(12))
             self._export = let_device.DeviceExport(self)
         self._migration = Migration(self)
         self._peer_path = None  # "device" or "host" (peers.choose), agreed when first needed
@@ -381,6 +409,36 @@ class GPURank(RankMixin, GPUEngine):
         self.parallel_ms.update(let_box_fetch=1e3 * (t1 - t0), let_box_share=1e3 * (t2 - t1),
                                 let_queue=1e3 * (perf_counter() - t2))
 
+    def _walk_later(self, ev) -> bool:
+        """(run_force, after _before_walk) With GALAXYVIEW_LET_WALK=one, on a first attempt
+        whose export is queued: the first _head_share of the groups walk the local tree now
+        (the head start: the device works while the LETs are exchanged), the rest wait for
+        _queue_walk, which walks them through the tree and the LETs together."""
+        self._walk_left = (self.let_walk == "one" and ev is not None and self._in_span
+                           and not self._alone())
+        self._head = int(self._groups_built * self._head_share) if self._walk_left else 0
+        if self._head:
+            b, ev = self.buf, self._let_ev
+            pos, _ = b.set_ptrs(self._cur)
+            ev[10].record()
+            self._walk_roots(pos, "cell_", "acc", 0, -1, 0, self._head)
+            ev[11].record()
+        return self._walk_left
+
+    def _walk_roots(self, pos: int, cells: str, out: str, root1: int, root2: int, g_lo: int,
+                    g_hi: int, stream=None) -> None:
+        """(in the context) walk_roots of the groups [g_lo, g_hi) from root1 and root2 of
+        the cells cells + 'mac', ... (the local tree's 'cell_', the forest's 'let_') into
+        buffer `out`, after resetting the group counter."""
+        b = self.buf
+        p, status = b.ptr, b.ptr("status")
+        self._cuda.memset_d32_async(status + 8 * ST_WALK_NEXT, 0, 2, stream)
+        self.kernels.launch("walk_roots", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), pos,
+                            *(p(cells + k) for k in ("mac", "q0", "q1", "link")),
+                            p("group_begin"), p("group_count"), p(out), p("stacks"), status,
+                            float(self.params.eps) ** 2, float(self.params.G), self.pp_leaf,
+                            root1, root2, g_lo, g_hi, stream=stream)
+
     def _domain_boxes(self, ev):
         """(B, 6) float32 lo, hi: the boxes of the groups of the tree just built (their
         particles), or where the build overflowed the domain's bounding box. On the device
@@ -400,6 +458,8 @@ class GPURank(RankMixin, GPUEngine):
         cuda.memcpy_dtoh_async(status, p("status"), side)
         side.synchronize()
         n_groups = int(status[ST_GROUPS])
+        self._groups_built = n_groups if not int(status[ST_FLAGS]) & (
+            FLAG_CELLS | FLAG_GROUPS) and n_groups <= b.group_cap else 0
         if (self.let_boxes == "domain" or int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS)
                 or n_groups > b.group_cap):
             part = part.reshape(-1, 6)
@@ -476,6 +536,9 @@ class GPURank(RankMixin, GPUEngine):
         self._fetch_ms = 1e3 * (perf_counter() - t0)
         if peers:  # only the sizes through MPI (the walk runs meanwhile); copies queued
             self._lets = self._exchange_peers(staged)
+            if self._walk_left and self._lets and self._import_error is None:
+                with self.activate():  # the walk follows the copies on the side stream
+                    self._queue_walk(self._lets, self._side_stream)
             return
         self._thread = threading.Thread(target=self._exchange_in_thread, args=(staged,),
                                         name="galaxyview-let", daemon=True)
@@ -490,6 +553,7 @@ class GPURank(RankMixin, GPUEngine):
         status = self._pinned("status", 8, np.uint64)
         self._cuda.memcpy_dtoh_async(status, b.ptr("status"), side)
         counts = self._export.counts(side)
+        self._cells_built = int(status[ST_CELLS])  # (the tree the LETs' walk joins)
         if counts is None or int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS):
             return None
         per_rank = self._export.per_rank(counts, len(self._boxes))
@@ -610,7 +674,7 @@ class GPURank(RankMixin, GPUEngine):
         if self._alone():
             return super()._evaluate()
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
-        self._in_span, self._import_error = False, None
+        self._in_span, self._import_error, self._walk_queued = False, None, None
         error = None
         try:
             super()._evaluate()  # the export before the walk, the exchange beside it
@@ -645,10 +709,13 @@ class GPURank(RankMixin, GPUEngine):
         error = error or self._import_error  # no room for the LETs on this device
         walk_ms = {}  # the LET walk starts without waiting for the other ranks' local walks
         try:
-            if lets and error is None:
-                walk_ms = self._walk_forest(lets)
+            if error is None and (lets or self._walk_left):
+                walk_ms = self._walk_forest(lets or [])
         except EngineError as exc:
             error = exc
+        if self._walk_queued is not None and not walk_ms:  # failed: the queued walk ends first
+            with self.activate(), suppress(Exception):  # (its error is the one agreed on)
+                self._let_ev[9].synchronize()
         self.agree(error, "the force evaluation (the local tree or the LET walk)")
         got_c, got_p = sum(c for c, _ in lets or ()), sum(q for _, q in lets or ())
         self.parallel_ms.update(
@@ -659,6 +726,8 @@ class GPURank(RankMixin, GPUEngine):
             let_forest=walk_ms.get("forest", 0.0), let_upload=walk_ms.get("upload", 0.0),
             let_walk_gpu=walk_ms.get("kernel", 0.0), let_peer_copy=walk_ms.get("peer", 0.0),
             let_interactions=walk_ms.get("interactions", 0.0),
+            let_pp=walk_ms.get("pp", 0.0), let_pc=walk_ms.get("pc", 0.0),
+            let_head_share=self._head / max(self._groups_built, 1),
             let_cells_in=float(got_c), let_particles_in=float(got_p),
             let_sent_mib=self._sent_bytes / 2**20,
             let_boxes_in=float(sum(len(q) for q in self._boxes or ()) - len(self._own_boxes())),
@@ -666,75 +735,130 @@ class GPURank(RankMixin, GPUEngine):
         self.cost = (self.stats.pp + self.stats.pc) / max(self._n, 1)
 
     def _walk_forest(self, lets: list) -> dict:
-        """The imported LETs walked by the local groups on the device; their accelerations
-        and potentials added to the local ones (buffer 'acc', sorted order). Returns the ms
-        of its parts on the device (events): upload, forest, kernel (walk, let_add), peer;
-        and its interactions a particle."""
-        b, n, ev = self.buf, self._n, self._let_ev
-        p, status = b.ptr, self.buf.ptr("status")
-        local = int(self._host_status[ST_PP]) + int(self._host_status[ST_PC])  # the local walk's
+        """The imported LETs walked by the local groups on the device (_queue_walk, unless
+        queued already), waited for; the interactions counted. Returns the ms of its parts on
+        the device (events): upload, forest, kernel (the walks, with the head start, and
+        let_add), peer; and the LET walk's interactions a particle (all, p-p, p-c; of walks
+        apart)."""
+        ev = self._let_ev
+        pp0, pc0 = int(self._host_status[ST_PP]), int(self._host_status[ST_PC])  # local walk's
+        one = self._walk_left
         with self.activate():
-            self._upload_forest(lets)
-            self._cuda.memset_d32_async(status + 8 * ST_WALK_NEXT, 0, 2)  # the group counter
-            ev[5].record()
-            eps2, G = float(self.params.eps) ** 2, float(self.params.G)
-            self.kernels.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1),
-                                p("let_pos"), p("let_mac"), p("let_q0"), p("let_q1"),
-                                p("let_link"), p("group_begin"), p("group_count"),
-                                p("let_acc"), p("stacks"), status, eps2, G, self.pp_leaf)
-            self.kernels.launch("let_add", (self._grid(), 1, 1), (256, 1, 1), p("acc"),
-                                p("let_acc"), n)
+            if self._walk_queued is None:
+                self._queue_walk(lets)
+            self._wait(ev[9])
             self._read_status()
         if int(self._host_status[ST_FLAGS]) & FLAG_STACK:
             raise EngineError(f"the LET walk ran out of stack at theta = "
                               f"{self.params.theta:g}: use a larger theta")
         self.stats.pp = int(self._host_status[ST_PP])  # local and LET interactions
         self.stats.pc = int(self._host_status[ST_PC])
+        pp, pc = (0, 0) if one else (self.stats.pp - pp0, self.stats.pc - pc0)
+        n = max(self._n, 1)
+        head = ev[11].time_since(ev[10]) if self._head else 0.0  # (beside the exchange)
+        if head > 0 and lets and self._walk_queued_on_side:
+            self._size_head(head, ev[4].time_since(ev[11]))
         return {"upload": ev[4].time_since(ev[3]), "forest": ev[5].time_since(ev[4]),
-                "kernel": self._events[7].time_since(ev[5]),
-                "interactions": (self.stats.pp + self.stats.pc - local) / max(n, 1),
-                "peer": ev[8].time_since(ev[7]) if self._peer_path == "device" else 0.0}
+                "kernel": head + ev[9].time_since(ev[5]), "interactions": (pp + pc) / n,
+                "pp": pp / n, "pc": pc / n,
+                "peer": ev[8].time_since(ev[7]) if self._peer_path == "device" and lets
+                else 0.0}
 
-    def _import_buffers(self, cells: int, parts: int) -> None:
-        """(in the context) Room for the forest of `cells` LET cells and `parts` particles
-        behind the local ones."""
+    def _size_head(self, head_ms: float, late_ms: float) -> None:
+        """The next head start's share of the groups, from this one's: it took head_ms and
+        the LETs were in late_ms after its end (negative: before); aim for the head start to
+        end HEAD_MARGIN_MS after them, changing the share at most twofold a time."""
+        factor = min(max((head_ms + late_ms + HEAD_MARGIN_MS) / head_ms, 0.5), 2.0)
+        lo, hi = HEAD_SHARES
+        self._head_share = min(max(self._head_share * factor, lo), hi)
+
+    def _queue_walk(self, lets: list, stream=None) -> None:
+        """(in the context) Queue the walk of the imported LETs (events 3-5, 9): into a
+        second buffer, added to the local walk's forces (buffer 'acc', sorted order); or
+        where the local walk was left (_walk_later), the groups past the head start through
+        the local tree and the LETs in one walk (walk_roots) straight into 'acc', and the
+        head start's groups through the LETs alone (added); without LETs the local walk of
+        the groups left. On `stream` (the side stream, behind the peer copies) or the null
+        stream."""
+        b, n, ev, k = self.buf, self._n, self._let_ev, self.kernels
+        p = b.ptr
+        one, head = self._walk_left, self._head
+        base = self._cells_built if one else 0  # this build's, read in _fetch
+        if lets:
+            self._upload_forest(lets, base, stream)
+        else:
+            ev[3].record(stream)
+            ev[4].record(stream)
+        if head and stream is not None:
+            stream.wait_for_event(ev[11])  # the head start (null stream) is done
+        ev[5].record(stream)
+        local, _ = b.set_ptrs(self._cur)
+        if not lets:  # no LET came: the local walk of the groups left
+            self._walk_roots(local, "cell_", "acc", 0, -1, head, 2**31 - 1, stream)
+        elif one:
+            self._walk_roots(p("let_pos"), "let_", "acc", 0, base, head, 2**31 - 1, stream)
+            if head:
+                self._walk_roots(p("let_pos"), "let_", "let_acc", base, -1, 0, head, stream)
+                k.launch("let_add_groups", (self._grid(), 1, 1), (256, 1, 1), p("acc"),
+                         p("let_acc"), p("group_begin"), p("group_count"), head,
+                         stream=stream)
+        else:
+            self._walk_roots(p("let_pos"), "let_", "let_acc", 0, -1, 0, 2**31 - 1, stream)
+            k.launch("let_add", (self._grid(), 1, 1), (256, 1, 1), p("acc"), p("let_acc"), n,
+                     stream=stream)
+        ev[9].record(stream)
+        self._walk_queued = lets
+        self._walk_queued_on_side = stream is not None  # (the LETs' arrival then measured)
+
+    def _import_buffers(self, cells: int, parts: int, base: int = 0) -> None:
+        """(in the context) Room for the forest of `cells` LET cells behind `base` others
+        and `parts` particles behind the local ones."""
         b, n = self.buf, self._n
         for name, width in (("let_mac", 16), ("let_q0", 16), ("let_q1", 16), ("let_link", 8)):
-            b.room(name, width * (1 + cells))
+            b.room(name, width * (base + 1 + cells))
         b.room("let_rows", 4 * let.CELL_WIDTH * max(cells, 1))
         b.room("let_pos", 16 * (n + parts))
         b.room("let_acc", 16 * n)
 
-    def _upload_forest(self, lets: list) -> None:
+    def _upload_forest(self, lets: list, base: int = 0, stream=None) -> None:
         """Queue the forest of the imported LETs (`lets`: their (cells, particles) per rank;
         the rows in self._recv, pinned, LET after LET, or on the device path already copied
         into 'let_rows' and behind the local particles in 'let_pos') on the device: the rows
         go up as they are, the particles behind a copy of the local sorted positions
         ('let_pos'), and let_forest lays the cells out as let.device_forest does ('let_mac',
-        'let_q0', 'let_q1', 'let_link'). Events 3, 4 of _let_ev around the upload."""
+        'let_q0', 'let_q1', 'let_link'), behind a copy of the local tree's first `base` cells
+        (walk_roots walks both). Events 3, 4 of _let_ev around the upload; on `stream`
+        (the side stream: behind the peer copies) or the null stream."""
         cuda, b, n = self._cuda, self.buf, self._n
         p = b.ptr
         sizes = np.array(lets, np.int64).reshape(-1, 2)
         starts = np.r_[np.cumsum(sizes[:, 0]) - sizes[:, 0],
                        np.cumsum(sizes[:, 1]) - sizes[:, 1]].astype(np.int32)
         n_cells, n_parts = (int(v) for v in sizes.sum(axis=0))
-        self._import_buffers(n_cells, n_parts)
+        self._import_buffers(n_cells, n_parts, base)
         b._alloc("let_starts", starts.nbytes)
-        self._let_ev[3].record()
+        self._let_ev[3].record(stream)
         if self._peer_path == "device":  # the peer copies (side stream), long done by now:
-            self._let_ev[8].synchronize()  # the host waits, rather than the null stream
+            if stream is None:
+                self._let_ev[8].synchronize()  # the host waits, rather than the null stream
         else:
             if n_cells:
-                cuda.memcpy_htod_async(p("let_rows"), self._recv["cells"][:n_cells])
+                cuda.memcpy_htod_async(p("let_rows"), self._recv["cells"][:n_cells], stream)
             if n_parts:
-                cuda.memcpy_htod_async(p("let_pos") + 16 * n, self._recv["parts"][:n_parts])
-        cuda.memcpy_htod_async(p("let_starts"), self._pinned_copy("starts", starts))
+                cuda.memcpy_htod_async(p("let_pos") + 16 * n, self._recv["parts"][:n_parts],
+                                       stream)
+        cuda.memcpy_htod_async(p("let_starts"), self._pinned_copy("starts", starts), stream)
         pos, _ = b.set_ptrs(self._cur)  # the local particles in the tree's order
-        cuda.memcpy_dtod_async(p("let_pos"), pos, 16 * n)
-        self._let_ev[4].record()
+        cuda.memcpy_dtod_async(p("let_pos"), pos, 16 * n, stream)
+        for name, width in (("mac", 16), ("q0", 16), ("q1", 16), ("link", 8)):
+            if base:
+                cuda.memcpy_dtod_async(p("let_" + name), p("cell_" + name), width * base,
+                                       stream)
+        self._let_ev[4].record(stream)
         self.kernels.launch("let_forest", (self._grid(max(n_cells, 1)), 1, 1), (256, 1, 1),
-                            p("let_rows"), n_cells, p("let_starts"), len(sizes), n,
-                            p("let_mac"), p("let_q0"), p("let_q1"), p("let_link"))
+                            p("let_rows"), n_cells, p("let_starts"), len(sizes), n, base,
+                            p("let_mac"), p("let_q0"), p("let_q1"), p("let_link"),
+                            stream=stream)
 
     def _pinned_copy(self, name: str, values: np.ndarray) -> np.ndarray:
         out = self._pinned(name, values.size, values.dtype)
