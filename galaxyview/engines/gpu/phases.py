@@ -82,10 +82,9 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
     idx = 0 if active is None else p("active_idx")
     ext = ("walk_ext", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args, idx, ml2,
            float(eng.params.alpha))
-    if active is None and not amac and eng._walk_later(ev):
-        pass  # a parallel rank walks its tree with the imported LETs, when they are there
-    elif active is None and not amac:
-        k.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args)
+    if active is None and not amac:
+        if not eng._walk_later(ev):  # (a parallel rank may walk its tree later, with the LETs)
+            k.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args)
     else:
         k.launch(*ext, 0.0, 0.0, 0.0, 0)
     for o in eng._ghosts():  # periodic images: the tree walked again by targets moved by -o
