@@ -340,16 +340,12 @@ __device__ void walk_groups(const WalkArgs& A, const int* __restrict__ group_beg
     }
 }
 
-// the parameters every walk kernel starts with
-#define WALK_PARAMS                                                                           \
-    const float4* __restrict__ pos, const float4* __restrict__ cell_mac,                      \
-        const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,               \
-        const int2* __restrict__ cell_link, const int* __restrict__ group_begin,              \
-        const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,           \
-        unsigned long long* status, float eps2, float G, int pp_leaf
-
 extern "C" __global__ void __launch_bounds__(WALK_THREADS, WALK_MIN_BLOCKS)
-walk(WALK_PARAMS)
+walk(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
+     const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
+     const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
+     const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
+     unsigned long long* status, float eps2, float G, int pp_leaf)
 {
     const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
                      nullptr, nullptr, 0.f, 0.f, 0.f, 0.f, 0, 0, -1, 0, 0x7fffffff};
@@ -360,7 +356,12 @@ walk(WALK_PARAMS)
 // local tree (cell 0) and the forest of its LETs behind it (cell root2, whose links point past
 // the local cells and particles) walked as one, or either alone.
 extern "C" __global__ void __launch_bounds__(WALK_THREADS, WALK_MIN_BLOCKS)
-walk_roots(WALK_PARAMS, int root1, int root2, int g_lo, int g_hi)
+walk_roots(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
+           const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
+           const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
+           const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
+           unsigned long long* status, float eps2, float G, int pp_leaf, int root1, int root2,
+           int g_lo, int g_hi)
 {
     const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
                      nullptr, nullptr, 0.f, 0.f, 0.f, 0.f, 0, root1, root2, g_lo, g_hi};
@@ -370,8 +371,12 @@ walk_roots(WALK_PARAMS, int root1, int root2, int g_lo, int g_hi)
 // idx: the groups' particles through the active list (or null); ml2: the relative MAC (or null);
 // (sx, sy, sz), image: a ghost box's walk (the shearing sheet), see WalkArgs.
 extern "C" __global__ void __launch_bounds__(WALK_THREADS, WALK_MIN_BLOCKS)
-walk_ext(WALK_PARAMS, const int* idx, const float* ml2, float alpha, float sx, float sy,
-         float sz, int image)
+walk_ext(const float4* __restrict__ pos, const float4* __restrict__ cell_mac,
+         const float4* __restrict__ cell_q0, const float4* __restrict__ cell_q1,
+         const int2* __restrict__ cell_link, const int* __restrict__ group_begin,
+         const int* __restrict__ group_count, float4* __restrict__ acc, int* stacks,
+         unsigned long long* status, float eps2, float G, int pp_leaf, const int* idx,
+         const float* ml2, float alpha, float sx, float sy, float sz, int image)
 {
     const WalkArgs A{pos, cell_mac, cell_q0, cell_q1, cell_link, acc, status, eps2, G, pp_leaf,
                      idx, ml2, alpha, sx, sy, sz, image, 0, -1, 0, 0x7fffffff};
