@@ -5,10 +5,10 @@ multipoles, local walk); between the multipoles and the walk (the engine's _befo
 domains' boxes (their groups') are exchanged (on one host only their counts through MPI: the
 boxes are read device to device) and the LET export against every other domain
 is queued on the device (let_device.py). While the device walks the local tree (or its head
-start: below), the LETs are exchanged: on one host only their sizes through MPI, each rank copying its part of the
-others' outputs device to device (CUDA IPC, on a side stream); otherwise the compact output
-goes to pinned host memory and a host thread exchanges it over MPI (the MPI need not be
-CUDA-aware), and the imported LETs go up as they were received. They lie as sent (the
+start: below), the LETs are exchanged: on one host only their sizes through MPI, each rank
+copying its part of the others' outputs device to device (CUDA IPC, on a side stream);
+otherwise the compact output goes to pinned host memory and a host thread exchanges it over
+MPI (the MPI need not be CUDA-aware), and the imported LETs go up as they were received. They lie as sent (the
 particles behind a copy of the local sorted positions), and `let_forest` lays them out as
 one forest under an always-opened root (as let.device_forest does), behind a copy of the
 local tree's cells. The local walk runs beside the exchange and the forest is walked after
@@ -137,8 +137,7 @@ class GPURank(RankMixin, GPUEngine):
         self.let_boxes = let_boxes()
         self.let_walk = let_walk()
         self._walk_left = False  # this evaluation's local walk waits for the LETs (walk_roots)
-        self._walk_queued = None  # the LETs whose walk is queued on the side stream
-        self._walk_queued_on_side = False
+        self._walk_queued = None  # where this evaluation's LET walk is queued: "side", "null"
         self._cells_built = self._groups_built = self._head = 0
         self._head_share = HEAD_SHARE
         self._since = 0
@@ -418,11 +417,10 @@ class GPURank(RankMixin, GPUEngine):
                            and not self._alone())
         self._head = int(self._groups_built * self._head_share) if self._walk_left else 0
         if self._head:
-            b, ev = self.buf, self._let_ev
-            pos, _ = b.set_ptrs(self._cur)
-            ev[10].record()
+            pos, _ = self.buf.set_ptrs(self._cur)
+            self._let_ev[10].record()
             self._walk_roots(pos, "cell_", "acc", 0, -1, 0, self._head)
-            ev[11].record()
+            self._let_ev[11].record()
         return self._walk_left
 
     def _walk_roots(self, pos: int, cells: str, out: str, root1: int, root2: int, g_lo: int,
@@ -458,10 +456,9 @@ class GPURank(RankMixin, GPUEngine):
         cuda.memcpy_dtoh_async(status, p("status"), side)
         side.synchronize()
         n_groups = int(status[ST_GROUPS])
-        self._groups_built = n_groups if not int(status[ST_FLAGS]) & (
-            FLAG_CELLS | FLAG_GROUPS) and n_groups <= b.group_cap else 0
-        if (self.let_boxes == "domain" or int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS)
-                or n_groups > b.group_cap):
+        valid = not int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS) and n_groups <= b.group_cap
+        self._groups_built = n_groups if valid else 0  # (the head start's share of them)
+        if self.let_boxes == "domain" or not valid:
             part = part.reshape(-1, 6)
             return np.r_[part[:, :3].min(axis=0), part[:, 3:].max(axis=0)].reshape(1, 6)
         if self.peer_path() == "device":
@@ -725,7 +722,7 @@ class GPURank(RankMixin, GPUEngine):
             let_fetch=fetch_ms if after == 0.0 else 0.0,
             let_forest=walk_ms.get("forest", 0.0), let_upload=walk_ms.get("upload", 0.0),
             let_walk_gpu=walk_ms.get("kernel", 0.0), let_peer_copy=walk_ms.get("peer", 0.0),
-            let_interactions=walk_ms.get("interactions", 0.0),
+            let_interactions=walk_ms.get("pp", 0.0) + walk_ms.get("pc", 0.0),
             let_pp=walk_ms.get("pp", 0.0), let_pc=walk_ms.get("pc", 0.0),
             let_head_share=self._head / max(self._groups_built, 1),
             let_cells_in=float(got_c), let_particles_in=float(got_p),
@@ -738,7 +735,7 @@ class GPURank(RankMixin, GPUEngine):
         """The imported LETs walked by the local groups on the device (_queue_walk, unless
         queued already), waited for; the interactions counted. Returns the ms of its parts on
         the device (events): upload, forest, kernel (the walks, with the head start, and
-        let_add), peer; and the LET walk's interactions a particle (all, p-p, p-c; of walks
+        let_add), peer; and the LET walk's p-p and p-c interactions a particle (of walks
         apart)."""
         ev = self._let_ev
         pp0, pc0 = int(self._host_status[ST_PP]), int(self._host_status[ST_PC])  # local walk's
@@ -756,11 +753,10 @@ class GPURank(RankMixin, GPUEngine):
         pp, pc = (0, 0) if one else (self.stats.pp - pp0, self.stats.pc - pc0)
         n = max(self._n, 1)
         head = ev[11].time_since(ev[10]) if self._head else 0.0  # (beside the exchange)
-        if head > 0 and lets and self._walk_queued_on_side:
+        if head > 0 and lets and self._walk_queued == "side":  # (the LETs' arrival measured)
             self._size_head(head, ev[4].time_since(ev[11]))
         return {"upload": ev[4].time_since(ev[3]), "forest": ev[5].time_since(ev[4]),
-                "kernel": head + ev[9].time_since(ev[5]), "interactions": (pp + pc) / n,
-                "pp": pp / n, "pc": pc / n,
+                "kernel": head + ev[9].time_since(ev[5]), "pp": pp / n, "pc": pc / n,
                 "peer": ev[8].time_since(ev[7]) if self._peer_path == "device" and lets
                 else 0.0}
 
@@ -792,8 +788,8 @@ class GPURank(RankMixin, GPUEngine):
         if head and stream is not None:
             stream.wait_for_event(ev[11])  # the head start (null stream) is done
         ev[5].record(stream)
-        local, _ = b.set_ptrs(self._cur)
         if not lets:  # no LET came: the local walk of the groups left
+            local, _ = b.set_ptrs(self._cur)
             self._walk_roots(local, "cell_", "acc", 0, -1, head, 2**31 - 1, stream)
         elif one:
             self._walk_roots(p("let_pos"), "let_", "acc", 0, base, head, 2**31 - 1, stream)
@@ -807,8 +803,7 @@ class GPURank(RankMixin, GPUEngine):
             k.launch("let_add", (self._grid(), 1, 1), (256, 1, 1), p("acc"), p("let_acc"), n,
                      stream=stream)
         ev[9].record(stream)
-        self._walk_queued = lets
-        self._walk_queued_on_side = stream is not None  # (the LETs' arrival then measured)
+        self._walk_queued = "null" if stream is None else "side"
 
     def _import_buffers(self, cells: int, parts: int, base: int = 0) -> None:
         """(in the context) Room for the forest of `cells` LET cells behind `base` others
