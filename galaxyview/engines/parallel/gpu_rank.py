@@ -3,27 +3,26 @@
 Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree, groups,
 multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
 domains' boxes (their groups') are exchanged (on one host only their counts through MPI: the
-boxes are read device to device) and the LET export against every other domain
-is queued on the device (let_device.py). While the device walks the local tree (or its head
-start: below), the LETs are exchanged: on one host only their sizes through MPI, each rank
-copying its part of the others' outputs device to device (CUDA IPC, on a side stream);
-otherwise the compact output goes to pinned host memory and a host thread exchanges it over
-MPI (the MPI need not be CUDA-aware), and the imported LETs go up as they were received. They lie as sent (the
-particles behind a copy of the local sorted positions), and `let_forest` lays them out as
-one forest under an always-opened root (as let.device_forest does), behind a copy of the
-local tree's cells. The local walk runs beside the exchange and the forest is walked after
-it into a second buffer, which `let_add` adds; or (GALAXYVIEW_LET_WALK=one) the local walk
-waits for the LETs: some groups walk the local tree while the LETs are exchanged (the head
-start), then the others walk the tree and the forest together (walk_roots), and the head
-start's groups the forest alone (added by let_add_groups). One agreement on errors follows
-the walk. When the tree
-outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk instead of
-running beside it. At each step's start the particles that left their domain move to its
-owner (migrate.py: device to device on one host); every REBALANCE_EVERY steps
-(GALAXYVIEW_REBALANCE_EVERY) the splitters are made anew from a sample of the particles. The
-particles' global ids, radii, components and galaxies live on the device with them ('meta',
-loaded order); the rank's host arrays of them are mirrors, read back when asked for after the
-device moved particles.
+boxes are read device to device) and the LET export against every other domain is queued on
+the device (let_device.py). While the device walks the local tree (or its head start:
+below), the LETs are exchanged: on one host only their sizes through MPI, each rank copying
+its part of the others' outputs device to device (CUDA IPC, on a side stream); otherwise the
+compact output goes to pinned host memory and a host thread exchanges it over MPI (the MPI
+need not be CUDA-aware), and the imported LETs go up as they were received. They lie as sent
+(the particles behind a copy of the local sorted positions), and `let_forest` lays them out
+as one forest under an always-opened root (as let.device_forest does; behind a copy of the
+local tree's cells when the two are walked as one). The local walk runs beside the exchange
+and the forest is walked after it into a second buffer, which `let_add` adds; or
+(GALAXYVIEW_LET_WALK=one) the local walk waits for the LETs: some groups walk the local tree
+while the LETs are exchanged (the head start), then the others walk the tree and the forest
+together (walk_roots), and the head start's groups the forest alone (added by
+let_add_groups). One agreement on errors follows the walk. When the tree outgrew its arrays
+(rebuilt) or the export its output, the LETs follow the walk instead of running beside it.
+At each step's start the particles that left their domain move to its owner (migrate.py:
+device to device on one host); every REBALANCE_EVERY steps (GALAXYVIEW_REBALANCE_EVERY) the
+splitters are made anew from a sample of the particles. The particles' global ids, radii,
+components and galaxies live on the device with them ('meta', loaded order); the rank's host
+arrays of them are mirrors, read back when asked for after the device moved particles.
 """
 from __future__ import annotations
 
