@@ -117,9 +117,12 @@ def test_two_gpus_sum_their_light_on_one_gpu(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         got[path] = mpirun.last_json(done.stdout)
         assert got[path]["peer_path"] == path
-        assert len(got[path]["errors"]) == 8
+        assert len(got[path]["errors"]) == 10
         for name, (err, scale, _) in got[path]["errors"].items():
             assert scale > 1 and err < 3e-3, (path, name)  # the CUDA splat against the host's
+        err, _, distinct, sampled, in_made = got[path]["density"]  # made on the devices
+        assert err < 1e-4 and distinct > 20 and 500 <= sampled <= 2000 and in_made
+        assert got[path]["density_frames"] == 0
         assert (got[path]["at_attach"], got[path]["first_frame"],
                 got[path]["later_frames"]) == (1, 1, 0)
         assert all(lit > 0.05 for lit in got[path]["lit"])
@@ -133,6 +136,21 @@ def test_two_gpus_sum_their_light_on_one_gpu(tmp_path):
     for name in device.files:  # (float atomics: the splats' sums in another order)
         scale = float(host[name].max())
         np.testing.assert_allclose(device[name], host[name], rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("k, n, scene", [(2, 300_000, "mw-andromeda"), (4, 1_000_000, "plummer")])
+def test_the_density_colouring_over_gpus_is_the_whole_sets(k, n, scene):
+    """Each rank's particles' density on its device (kernels/parallel_density.cu), the
+    domains' end cells and the strays through MPI, equals key_density of the whole gathered
+    state (4 domains: 2 on each GPU); kept until the next step."""
+    done = mpirun.script(k, "density_run.py", "gpu", n, scene, 3, timeout=300,
+                         GALAXYVIEW_RANKS_PER_GPU=str(k // 2))
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = mpirun.last_json(done.stdout)
+    assert got["max_err"] < 1e-4 and got["off"] == 0, got  # (float32 log10)
+    assert got["distinct"] > 1000 and got["spread"] > 2
+    assert got["same_again"] and got["renewed"]
+    assert got["strays"] > 0 and got["came"] > 0, got  # some drifted out in the last step
 
 
 def test_more_gpus_than_present_is_refused_before_starting(tmp_path):

@@ -145,16 +145,21 @@ def test_record_over_two_processes(tmp_path):
 @pytest.mark.parametrize("k", [2, 3])
 def test_the_light_is_splatted_by_every_process_and_summed(k):
     """engine.light(view): the processes' images summed equal the host splat of the whole
-    state (two views and sizes, four colourings); frames of the offscreen renderer gather no
+    state (two views and sizes, five colourings); frames of the offscreen renderer gather no
     particles (one copy at attach to frame them, one for the speed map's range)."""
     pytest.importorskip("numba")
     done = _mpirun(k, "light_run.py", "reference", 3000)
     assert done.returncode == 0, done.stderr[-3000:]
     got = mpirun.last_json(done.stdout)
-    assert len(got["errors"]) == 8
+    assert len(got["errors"]) == 10
     for name, (err, scale, shape) in got["errors"].items():
         assert scale > 1 and err < 1e-5, name  # float sums in another order
-    assert [e[2] for e in got["errors"].values()][::4] == [[96, 160, 4], [131, 97, 4]]
+    assert [e[2] for e in got["errors"].values()][::5] == [[96, 160, 4], [131, 97, 4]]
+    # the density colouring: each rank's particles' over all ranks', as of the whole state
+    # (the decomposition's cube), made where they are: no gather for its frames
+    err, _, distinct, sampled, in_made = got["density"]
+    assert err < 1e-5 and distinct > 20 and 500 <= sampled <= 2000 and in_made
+    assert got["density_frames"] == 0
     assert got["path"] == "light from the engine's processes"
     assert (got["at_attach"], got["first_frame"], got["later_frames"]) == (1, 1, 0)
     assert all(lit > 0.05 for lit in got["lit"])

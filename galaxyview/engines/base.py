@@ -338,6 +338,13 @@ class Engine(abc.ABC):
         offer it (then light(view) gives it on the host)."""
         return None
 
+    def colour_values(self, mode: str, count: int | None = None) -> np.ndarray | None:
+        """(n,) float32 values of colour `mode` (render/look.py) made where the particles
+        live, in the loaded order, or about `count` of them spread over the system (enough
+        for the colour map's range); None where the engine does not offer them for this mode
+        (the renderer computes them from a copy of the state, render/colour.py)."""
+        return None
+
     def activate(self):
         """A context manager making the engine's device current on the calling thread (a
         no-op on the CPU). Threads other than the creator's wrap engine calls in it."""

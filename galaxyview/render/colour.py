@@ -26,9 +26,13 @@ def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
     return particle_values(mode, state.pos, state.vel, state.mass, state.galaxy, pot)
 
 
-def engine_values(engine, mode: str, state=None) -> np.ndarray:
-    """host_values of an engine's current state (host copies; the engine must be idle);
+def engine_values(engine, mode: str, state=None, count: int | None = None) -> np.ndarray:
+    """The values the engine makes itself (Engine.colour_values: about `count` of them when
+    given), else host_values of its current state (host copies; the engine must be idle);
     `state`: that state when the caller has already copied it."""
+    made = engine.colour_values(mode, count)
+    if made is not None:
+        return made
     pot = engine.accelerations()[1] if mode in NEEDS_POTENTIAL else None
     return host_values(mode, engine.state() if state is None else state, pot)
 

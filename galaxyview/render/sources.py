@@ -20,6 +20,7 @@ BLOCK = 256
 # llvmpipe the sprites cost about 0.9 us of CPU a particle, the splat's clear and upload about
 # 15 ns a pixel: even at about 60 pixels a particle)
 PIXELS_PER_SPLAT = 50
+RANGE_SAMPLE = 200_000  # values a colour map's range is found from (an engine's own, once a mode)
 
 
 def engine_vertices(engine, mode: str) -> np.ndarray:
@@ -117,7 +118,7 @@ class EngineLight(HostSource):
             return super().refresh(vertices, mode)
         r.light_only, r.vertex_mode = True, mode
         if r.look.value_range is None and mode_code(mode) == 2 and mode not in r.ranges:
-            r.colour_range(mode, engine_values(self.engine, mode))  # once a mode
+            r.colour_range(mode, engine_values(self.engine, mode, count=RANGE_SAMPLE))
         self._state += 1
 
     def light(self, camera, look, size):

@@ -12,6 +12,8 @@ import numpy as np
 from galaxyview.engines.parallel.engine import ParallelEngine, _engines, serve, stop_serving
 from galaxyview.engines.parallel.mpi import Comm
 from galaxyview.light import particle_points, particle_values, splat
+from galaxyview.engines.parallel.decompose import particle_keys
+from galaxyview.model.density import key_density
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 from galaxyview.render.camera import Camera
@@ -37,14 +39,23 @@ try:
 
     whole = engine.state()
     _, pot = engine.accelerations()
+    rank0 = _engines[engine._key]
+    cube = rank0.cube  # the decomposition's: the density's cells (engines/parallel/density.py)
+    keys = particle_keys(whole.pos.astype(np.float32), cube)
+    density = np.log10(key_density(keys, whole.mass, float(cube[1])))
+    made = engine.colour_values("density")
+    sample = engine.colour_values("density", 1000)
+    density_err = [float(np.abs(made - density).max()), float(np.mean(made != density)),
+                   len(np.unique(density)), len(sample), bool(np.isin(sample, made).all())]
     errors, images = {}, {}
     for size, azimuth, distance in (((160, 96), 30.0, 6.0), ((97, 131), -70.0, 3.0)):
         camera = Camera()
         camera.fit(whole.pos)
         camera.orbit(azimuth, 20.0)
         camera.distance = distance
-        for mode in ("component", "galaxy", "speed", "potential"):
-            values = particle_values(mode, whole.pos, whole.vel, whole.mass, whole.galaxy, pot)
+        for mode in ("component", "galaxy", "speed", "potential", "density"):
+            values = density if mode == "density" else \
+                particle_values(mode, whole.pos, whole.vel, whole.mass, whole.galaxy, pot)
             lo, hi = float(np.percentile(values, 1)), float(np.percentile(values, 99))
             look = Look(point_size=4.0)
             view = light_view(camera, look, size, (mode, mode_code(mode), (lo, hi),
@@ -82,12 +93,21 @@ try:
             frame_diff = [float(diff.mean()), int(diff.max())]
         else:
             frame_diff = None
+    with OffscreenRenderer(160, 96, Look(colour_mode="density")) as r:  # made by the ranks
+        r.attach(engine)
+        before = len(gathers)
+        r.draw()
+        engine.step(1)
+        r.draw()
+        density_frames = len(gathers) - before
     if keep:
         np.savez(keep, **images)
     peer_path = getattr(_engines[engine._key], "_peer_path", None)  # GPU ranks: device or host
     print(json.dumps(dict(errors=errors, at_attach=at_attach, first_frame=first_frame,
                           peer_path=peer_path, on_device=on_device, frame_diff=frame_diff,
-                          later_frames=per_frame, path=path,
+                          later_frames=per_frame, path=path, density=density_err,
+                          density_frames=density_frames,
+                          strays=getattr(getattr(rank0, "_density", None), "strays_out", None),
                           lit=[float((f.max(axis=2) > 60).mean()) for f in frames])))
     engine.close()
 finally:

@@ -2,9 +2,12 @@
 nvcc -D flags (kernels/nbody_common.cuh refuses to compile without them)."""
 from __future__ import annotations
 
+from galaxyview.model import density
 from galaxyview.model.params import TREE_MAX_LEVEL
 
 MAX_LEVEL = TREE_MAX_LEVEL
+DENSITY_N_MIN = density.N_MIN  # the density colouring's cells (model/density.py)
+DENSITY_MAX_LEVEL = density.MAX_LEVEL
 
 # status[] words (64-bit) the kernels report through
 ST_PP = 0  # particle-particle interactions of the last walk

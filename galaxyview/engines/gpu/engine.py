@@ -641,8 +641,12 @@ class GPUEngine(Engine):
         """(tile counter pointer, epoch) for one look-back launch of this force evaluation."""
         ptr = self.buf.ptr("status") + 8 * (ST_TILE0 + self._slot)
         self._slot += 1
+        return ptr, self.next_epoch()
+
+    def next_epoch(self) -> int:
+        """A new epoch for a look-back launch's tiles (scan_excl)."""
         self._epoch = self._epoch % (2**30 - 2) + 1
-        return ptr, self._epoch
+        return self._epoch
 
     def _wait(self, event) -> None:
         try:

@@ -121,6 +121,30 @@ def active_gmax(eng, count: int) -> int:
     return g
 
 
+def radix_sort(eng, keys: tuple, vals: tuple, n: int, shifts,
+               scratch: tuple = ("counts", "offsets", "desc"), next_slot=None) -> int:
+    """Queue the stable sort of n uint64 keys with their uint32 values, 8 bits a pass from
+    each of `shifts`, between the buffers keys[0], keys[1] (vals[0], vals[1]), starting in
+    set 0; returns the set holding the result. scratch: the digit counts, their offsets and
+    the look-back tiles (sized for n); next_slot() -> (tile counter, epoch) of a pass's scan
+    (the engine's by default)."""
+    k, p, sm = eng.kernels, eng.buf.ptr, eng._n_sm
+    counts, offsets, desc = (p(name) for name in scratch)
+    ntiles = -(-n // SORT_TILE)
+    ncounts = 256 * ntiles
+    scan_grid = (max(1, min(-(-ncounts // SCAN_TILE), sm * 4)), 1, 1)
+    src = 0
+    for shift in shifts:
+        dst = 1 - src
+        k.launch("radix_hist", (ntiles, 1, 1), T256, p(keys[src]), n, shift, counts, ntiles)
+        counter, epoch = (next_slot or eng.next_slot)()
+        k.launch("scan_excl", scan_grid, T256, counts, offsets, ncounts, desc, counter, epoch)
+        k.launch("radix_scatter", (ntiles, 1, 1), T256, p(keys[src]), p(vals[src]),
+                 p(keys[dst]), p(vals[dst]), n, shift, counts, offsets, ntiles)
+        src = dst
+    return src
+
+
 def _sort_and_build(eng, ev, grid, persistent, relative: bool, groups: bool) -> int:
     """keys_sort and build (groups of all particles when `groups`); the new current pos4.
     relative: the accelerations follow the particles through the reorder."""
@@ -132,20 +156,8 @@ def _sort_and_build(eng, ev, grid, persistent, relative: bool, groups: bool) -> 
     k.launch("bbox_partial", (sm * 4, 1, 1), T256, pos, n, p("bbox"), p("status"))
     k.launch("bbox_final", (1, 1, 1), (32, 1, 1), p("bbox"), sm * 4, p("frame"))
     k.launch("make_keys", grid, T256, pos, n, p("frame"), p("keys0"), p("vals0"))
-    ntiles = -(-n // SORT_TILE)
-    ncounts = 256 * ntiles
-    scan_grid = (max(1, min(-(-ncounts // SCAN_TILE), sm * 4)), 1, 1)
-    src = 0
-    for r in range(RADIX_PASSES):
-        shift, dst = 8 * r, 1 - src
-        k.launch("radix_hist", (ntiles, 1, 1), T256, p(f"keys{src}"), n, shift, p("counts"),
-                 ntiles)
-        counter, epoch = eng.next_slot()
-        k.launch("scan_excl", scan_grid, T256, p("counts"), p("offsets"), ncounts, p("desc"),
-                 counter, epoch)
-        k.launch("radix_scatter", (ntiles, 1, 1), T256, p(f"keys{src}"), p(f"vals{src}"),
-                 p(f"keys{dst}"), p(f"vals{dst}"), n, shift, p("counts"), p("offsets"), ntiles)
-        src = dst
+    src = radix_sort(eng, ("keys0", "keys1"), ("vals0", "vals1"), n,
+                     range(0, 8 * RADIX_PASSES, 8))
     new = 1 - eng._cur
     npos, nvel = b.set_ptrs(new)
     k.launch("reorder", grid, T256, p(f"vals{src}"), n, pos, vel, p(f"id{eng._cur}"), npos, nvel,

@@ -110,6 +110,10 @@ def _centre(key, comm, data, mask):
     return float(m.sum()), (m[:, None] * p).sum(axis=0), p.sum(axis=0), int(pick.sum())
 
 
+def _values(key, comm, data, mode, count):
+    return _engines[key].local_values(mode, count)
+
+
 def _boxes(key, comm, data, lo, hi):
     return _engines[key].tree_boxes(lo, hi)
 
@@ -126,7 +130,7 @@ def _close(key, comm, data):
 
 COMMANDS = {f.__name__.lstrip("_"): f for f in
             (_create, _load, _load_made, _step, _set_params, _state, _light, _energies, _centre,
-             _boxes, _memory, _close)}
+             _values, _boxes, _memory, _close)}
 
 
 def _run(comm, key, name, data, args):
@@ -312,16 +316,29 @@ class ParallelEngine(Engine):
 
     def light(self, view) -> np.ndarray | None:
         """Every rank splats its own particles, the float images are summed on rank 0 (on
-        its GPU, or an MPI Reduce): no particle travels. None for the density colouring (each
-        rank's tree sees only its domain)."""
-        return None if view.mode == "density" else self._summed_light(view, False)
+        its GPU, or an MPI Reduce): no particle travels (the density colouring: each rank's
+        particles' density over all ranks', engines/parallel/density.py)."""
+        return self._summed_light(view, False)
 
     def light_on_device(self, view):
         """GPU ranks: the sum left on rank 0's GPU (its light image), with that GPU's
         context."""
-        if view.mode == "density" or self.backend != "gpu":
+        if self.backend != "gpu":
             return None
         return _engines[self._key].context, self._summed_light(view, True)
+
+    def colour_values(self, mode: str, count: int | None = None) -> np.ndarray | None:
+        """The density, made by the ranks (each its particles', over all ranks'); about
+        `count` values from the ranks' shares, or all in the loaded order."""
+        if mode != "density":
+            return None
+        self._need()
+        share = None if count is None else -(-count // self.comm.size)
+        parts = self._call("values", None, mode, share)
+        values = np.concatenate([p[1] for p in parts])
+        if count is not None:
+            return values
+        return values[np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")]
 
     def _summed_light(self, view, on_device: bool):
         """The light command on every rank; rank 0's sum (an image, or on_device a device

@@ -39,6 +39,7 @@ from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STAC
                                               ST_FLAGS, ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import decompose, let, let_device
+from galaxyview.engines.parallel.density_device import DeviceDensity
 from galaxyview.engines.parallel.let_device import T, DeviceBoxes
 from galaxyview.engines.parallel.migrate import Migration, pack_meta, unpack_meta
 from galaxyview.engines.parallel.peers import PeerBuffers, choose
@@ -122,6 +123,7 @@ class GPURank(RankMixin, GPUEngine):
     extra_kernels = (("parallel_sum.cu", read_kernel("parallel_sum.cu")),
                      ("parallel_let.cu", read_kernel("parallel_let.cu")),
                      ("parallel_domain.cu", read_kernel("parallel_domain.cu")),
+                     ("parallel_density.cu", read_kernel("parallel_density.cu")),
                      ("render_pack.cu", read_kernel("render_pack.cu")),
                      ("render_splat.cu", read_kernel("render_splat.cu")))
     row_dtype = np.float32  # the device holds float32: half the bytes through the host
@@ -152,6 +154,8 @@ class GPURank(RankMixin, GPUEngine):
             self._let_ev = tuple(self._cuda.Event() for _ in range(12))
             self._export = let_device.DeviceExport(self)
         self._migration = Migration(self)
+        self._density = DeviceDensity(self)
+        self.evaluations = 0  # force evaluations (each reorders the particles)
         self._peer_path = None  # "device" or "host" (peers.choose), agreed when first needed
         self._images = PeerBuffers("the light images", "light_image")  # rank 0 adds them
         self._gboxes = PeerBuffers("the group boxes", "let_gboxes")  # the export reads them
@@ -334,6 +338,27 @@ class GPURank(RankMixin, GPUEngine):
         self._cuda.memset_d32(b.ptr("light_image"), 0, 4 * w * h)
         k.launch("splat", blocks, T, b.ptr("light_verts"), n, b.ptr("light_params"),
                  b.ptr("light_image"), w, h)
+
+    def _device_values(self, mode: str) -> int | None:
+        """The density over all ranks' particles where there are others (density_device.py;
+        collective), else the engine's own values."""
+        if mode == "density" and not self._alone():
+            return self._density.values()
+        return super()._device_values(mode)
+
+    def local_values(self, mode: str, count: int | None = None):
+        """Collective: (global ids, float32 values) of colour `mode` ('density') of this
+        rank's particles; or (None, values) of about `count` of them."""
+        with self.activate():
+            values = self._device_values(mode)
+            if not values:
+                raise EngineError(f"no {mode} values before the first force evaluation")
+            k, rows = self._stride(self._n if count is None else count)
+            got = self._download_rows(values, np.float32, 1, k, rows)[:, 0]
+            if count is not None:
+                return None, got
+            slots = self._download_rows(self.buf.ptr(f"id{self._cur}"), np.uint32, 1, k, rows)
+        return self.ids[slots[:, 0]], got
 
     def _sample_positions(self, count: int) -> np.ndarray:
         """(m, 3) float32: every k-th particle's position along the sorted order, about
@@ -664,6 +689,7 @@ class GPURank(RankMixin, GPUEngine):
         return staged
 
     def _evaluate(self, active=None) -> None:
+        self.evaluations += 1
         if active is not None:
             raise EngineError("the parallel engine evaluates the forces of all particles; "
                               "an integrator with active subsets runs on one process")

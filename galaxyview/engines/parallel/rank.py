@@ -16,7 +16,7 @@ from time import perf_counter
 
 import numpy as np
 
-from galaxyview.engines.parallel import decompose, let
+from galaxyview.engines.parallel import decompose, density, let
 from galaxyview.light import kernel as light
 from galaxyview.errors import EngineError
 from galaxyview.model.state import ParticleState
@@ -79,9 +79,23 @@ class RankMixin:
         part = self.local_view(view.mode in light.NEEDS_POTENTIAL)
         _, pos, vel, mass, component, galaxy, _ = part[:7]
         pot = part[8] if len(part) > 7 else None
-        values = (np.zeros(len(pos), np.float32) if view.code == 0 else
-                  light.particle_values(view.mode, pos, vel, mass, galaxy, pot))
+        if view.code == 0:
+            values = np.zeros(len(pos), np.float32)
+        elif view.mode == "density":
+            values = self.local_values("density")[1]
+        else:
+            values = light.particle_values(view.mode, pos, vel, mass, galaxy, pot)
         return light.splat(view, light.particle_points(pos, component, values))
+
+    def local_values(self, mode: str, count: int | None = None):
+        """Collective: (global ids, float32 values) of colour `mode` ('density': the local
+        density over all ranks' particles, density.py) of this rank's particles, or of about
+        `count` of them."""
+        ids, pos, _, mass, *_ = self.local_view(False)
+        keys = decompose.particle_keys(np.asarray(pos, np.float32), self.cube)
+        rho = density.domain_density(self.comm, keys, mass, self.cuts, float(self.cube[1]))
+        pick = slice(None, None, max(1, len(ids) // max(count, 1)) if count else 1)
+        return ids[pick], np.log10(np.maximum(rho[pick], 1e-300)).astype(np.float32)
 
     def summed_light(self, view, on_device: bool = False) -> np.ndarray | None:
         """Collective: every rank's local_light for `view` summed on rank 0 (an MPI Reduce of
