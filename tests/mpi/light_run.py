@@ -47,6 +47,13 @@ try:
     sample = engine.colour_values("density", 1000)
     density_err = [float(np.abs(made - density).max()), float(np.mean(made != density)),
                    len(np.unique(density)), len(sample), bool(np.isin(sample, made).all())]
+    ranges = {}  # a colour map's ends from the ranks' samples against the whole state's
+    for mode in ("speed", "potential", "vz"):
+        full = particle_values(mode, whole.pos, whole.vel, whole.mass, whole.galaxy, pot)
+        part = engine.colour_values(mode, 2000)
+        ends = np.percentile(full, [1, 50, 99])
+        ranges[mode] = [len(part), float(np.abs(np.percentile(part, [1, 50, 99]) - ends).max()
+                                         / (ends[2] - ends[0]))]
     errors, images = {}, {}
     for size, azimuth, distance in (((160, 96), 30.0, 6.0), ((97, 131), -70.0, 3.0)):
         camera = Camera()
@@ -106,6 +113,7 @@ try:
     print(json.dumps(dict(errors=errors, at_attach=at_attach, first_frame=first_frame,
                           peer_path=peer_path, on_device=on_device, frame_diff=frame_diff,
                           later_frames=per_frame, path=path, density=density_err,
+                          ranges=ranges,
                           density_frames=density_frames,
                           strays=getattr(getattr(rank0, "_density", None), "strays_out", None),
                           lit=[float((f.max(axis=2) > 60).mean()) for f in frames])))

@@ -328,9 +328,10 @@ class ParallelEngine(Engine):
         return _engines[self._key].context, self._summed_light(view, True)
 
     def colour_values(self, mode: str, count: int | None = None) -> np.ndarray | None:
-        """The density, made by the ranks (each its particles', over all ranks'); about
-        `count` values from the ranks' shares, or all in the loaded order."""
-        if mode != "density":
+        """Made by the ranks: about `count` values of any mode from the ranks' shares (no
+        state gathered for a colour map's range); all of the density's (each rank's
+        particles', over all ranks') in the loaded order."""
+        if mode != "density" and count is None:
             return None
         self._need()
         share = None if count is None else -(-count // self.comm.size)

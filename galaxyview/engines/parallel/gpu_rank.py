@@ -46,6 +46,7 @@ from galaxyview.engines.parallel.peers import PeerBuffers, choose
 from galaxyview.engines.parallel.rank import (ACC, COMPONENT, GALAXY, MASS, POS, POT, RADIUS,
                                               VEL, RankMixin)
 from galaxyview.errors import EngineError
+from galaxyview.light import kernel as light
 from galaxyview.light.device import (DEVICE_VALUES, P_FLOATS, SHUFFLE_STRIDE,
                                      VALUES_FROM_ENGINE, splat_params)
 
@@ -347,8 +348,20 @@ class GPURank(RankMixin, GPUEngine):
         return super()._device_values(mode)
 
     def local_values(self, mode: str, count: int | None = None):
-        """Collective: (global ids, float32 values) of colour `mode` ('density') of this
-        rank's particles; or (None, values) of about `count` of them."""
+        """(global ids, float32 values) of colour `mode` ('density', collective) of this
+        rank's particles; or (None, values) of about `count` of them (any mode: strided
+        copies of the rows)."""
+        if mode == "galaxy":
+            return None, self.sample_state(count)[1].galaxy.astype(np.float32)
+        if mode != "density":  # from pos, vel, mass and the potential
+            every = self._stride(count)
+            with self.activate():
+                self._sync()
+                pos, vel = self.buf.set_ptrs(self._cur)
+                p4, v4, a4 = (self._download_rows(ptr, np.float32, 4, *every)
+                              for ptr in (pos, vel, self.buf.ptr("acc")))
+            return None, light.particle_values(mode, p4[:, :3], v4[:, :3], p4[:, 3], None,
+                                               a4[:, 3])
         with self.activate():
             values = self._device_values(mode)
             if not values:

@@ -88,13 +88,18 @@ class RankMixin:
         return light.splat(view, light.particle_points(pos, component, values))
 
     def local_values(self, mode: str, count: int | None = None):
-        """Collective: (global ids, float32 values) of colour `mode` ('density': the local
-        density over all ranks' particles, density.py) of this rank's particles, or of about
-        `count` of them."""
-        ids, pos, _, mass, *_ = self.local_view(False)
+        """(global ids, float32 values) of colour `mode` of this rank's particles, or of
+        about `count` of them: 'density' (collective) the local density over all ranks'
+        particles (density.py), another mode light.particle_values."""
+        part = self.local_view(mode in light.NEEDS_POTENTIAL)
+        ids, pos, vel, mass, _, galaxy, _ = part[:7]
+        pick = slice(None, None, max(1, len(ids) // max(count, 1)) if count else 1)
+        if mode != "density":
+            pot = part[8][pick] if len(part) > 7 else None
+            return ids[pick], light.particle_values(mode, pos[pick], vel[pick], mass[pick],
+                                                    galaxy[pick], pot)
         keys = decompose.particle_keys(np.asarray(pos, np.float32), self.cube)
         rho = density.domain_density(self.comm, keys, mass, self.cuts, float(self.cube[1]))
-        pick = slice(None, None, max(1, len(ids) // max(count, 1)) if count else 1)
         return ids[pick], np.log10(np.maximum(rho[pick], 1e-300)).astype(np.float32)
 
     def summed_light(self, view, on_device: bool = False) -> np.ndarray | None:
