@@ -159,3 +159,20 @@ def test_each_mode_draws_a_different_picture(renderer):
     finally:
         renderer.detach()
         e.close()
+
+
+def test_a_colour_range_from_a_sample_of_a_large_state():
+    """engine_values with a count: a strided sample of the state (Engine.sample_state) for
+    the modes of one particle's own values, whose map ends are the whole state's; the
+    potential and the density (neighbours) from the whole state."""
+    from galaxyview.render.colour import engine_values
+
+    engine = CPUEngine(Params(theta=0.7, dt=1 / 64, eps=0.05))
+    engine.load(plummer_sphere(40000, np.random.default_rng(4)))
+    for mode in ("speed", "vz", "mass"):
+        part, whole = engine_values(engine, mode, count=4000), engine_values(engine, mode)
+        assert 4000 <= len(part) <= 8000 and len(whole) == 40000
+        lo, hi = auto_range(mode, whole)
+        assert np.allclose(auto_range(mode, part), (lo, hi), atol=0.05 * (hi - lo) + 1e-9)
+    for mode in ("potential", "density"):
+        assert len(engine_values(engine, mode, count=4000)) == 40000

@@ -27,12 +27,16 @@ def host_values(mode: str, state, pot: np.ndarray | None = None) -> np.ndarray:
 
 
 def engine_values(engine, mode: str, state=None, count: int | None = None) -> np.ndarray:
-    """The values the engine makes itself (Engine.colour_values: about `count` of them when
-    given), else host_values of its current state (host copies; the engine must be idle);
-    `state`: that state when the caller has already copied it."""
+    """The values the engine makes itself (Engine.colour_values), else host_values of its
+    current state (host copies; the engine must be idle); `state`: that state when the caller
+    has already copied it. With `count` (for a colour map's range) about that many: of a
+    sample of the state (Engine.sample_state) where the mode needs neither the potential nor
+    the neighbours (the density)."""
     made = engine.colour_values(mode, count)
     if made is not None:
         return made
+    if state is None and count is not None and mode not in NEEDS_POTENTIAL + ("density",):
+        return host_values(mode, engine.sample_state(count)[1])
     pot = engine.accelerations()[1] if mode in NEEDS_POTENTIAL else None
     return host_values(mode, engine.state() if state is None else state, pot)
 

@@ -285,7 +285,7 @@ class DeviceSource:
             elif (mode != "component" and mode not in r.ranges
                   and r.look.value_range is None):  # the map's ends, once a mode
                 r.colour_range(mode, self._device_array(values, n) if values is not None
-                               else engine_values(self.engine, mode))
+                               else engine_values(self.engine, mode, count=RANGE_SAMPLE))
             if self.through_host and self.splatter is None:  # GL sprites from host vertices
                 self._upload_through_host(arrays, host, mode, values)
                 return
