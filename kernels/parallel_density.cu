@@ -17,40 +17,23 @@ __device__ __forceinline__ int dens_shared(unsigned long long a, unsigned long l
 
 __device__ __forceinline__ int dens_shift(int level) { return 3 * (MAX_LEVEL - level); }
 
-// The first sorted position of the cell (key >> sh == c) that holds position i (galloping).
-__device__ int dens_cell_start(const unsigned long long* __restrict__ keys, int i, int sh,
-                               unsigned long long c)
+// The last sorted position of the cell (key >> sh == c) that holds position i, going from i
+// in direction dir (+1 or -1): galloping, then bisection.
+__device__ int dens_cell_edge(const unsigned long long* __restrict__ keys, int n, int i, int sh,
+                              unsigned long long c, int dir)
 {
-    int good = i, bad = -1;
+    int good = i, bad = dir > 0 ? n : -1;
     for (int step = 1;; step <<= 1) {
-        const int p = good - step;
-        if (p < 0) break;
+        const int p = good + dir * step;
+        if (p < 0 || p >= n) break;
         if ((keys[p] >> sh) != c) { bad = p; break; }
         good = p;
     }
-    while (good - bad > 1) {
-        const int mid = bad + (good - bad) / 2;
-        if ((keys[mid] >> sh) == c) good = mid; else bad = mid;
-    }
-    return good;
-}
-
-// One past the last sorted position of that cell.
-__device__ int dens_cell_end(const unsigned long long* __restrict__ keys, int n, int i, int sh,
-                             unsigned long long c)
-{
-    int good = i, bad = n;
-    for (int step = 1;; step <<= 1) {
-        const int p = good + step;
-        if (p >= n) break;
-        if ((keys[p] >> sh) != c) { bad = p; break; }
-        good = p;
-    }
-    while (bad - good > 1) {
+    while (abs(bad - good) > 1) {
         const int mid = good + (bad - good) / 2;
         if ((keys[mid] >> sh) == c) good = mid; else bad = mid;
     }
-    return bad;
+    return good;
 }
 
 // The sort's input: vals[i] = i, mass[i]; a stray (flag: not this rank's) goes to the outbox
@@ -161,8 +144,8 @@ extern "C" __global__ void density_ends(const unsigned long long* __restrict__ k
     if (level >= DENS_LEVELS || n == 0) return;
     const int sh = dens_shift(level);
     const unsigned long long f = keys[0] >> sh, g = keys[n - 1] >> sh;
-    const int f_end = dens_cell_end(keys, n, 0, sh, f);
-    const int g_start = dens_cell_start(keys, n - 1, sh, g);
+    const int f_end = dens_cell_edge(keys, n, 0, sh, f, 1) + 1;
+    const int g_start = dens_cell_edge(keys, n, n - 1, sh, g, -1);
     unsigned long long* e = ends + 6 * level;
     e[0] = f; e[1] = g; e[2] = (unsigned long long)f_end; e[3] = (unsigned long long)g_start;
     e[4] = __double_as_longlong(P[f_end] - P[0]);
@@ -224,7 +207,8 @@ density_values(const unsigned long long* __restrict__ keys, const unsigned* __re
     else {
         const int sh = dens_shift(level);
         const unsigned long long c = s_key[threadIdx.x + DENS_W] >> sh;
-        m = P[dens_cell_end(keys, n, i, sh, c)] - P[dens_cell_start(keys, i, sh, c)];
+        const int first = dens_cell_edge(keys, n, i, sh, c, -1);
+        m = P[dens_cell_edge(keys, n, i, sh, c, 1) + 1] - P[first];
     }
     const double l = side / (double)(1ll << level);
     const float d = (float)log10(fmax(m / (l * l * l), 1e-300));
