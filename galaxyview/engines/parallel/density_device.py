@@ -63,10 +63,11 @@ class DeviceDensity:
         keys = rows[:, 0].astype(np.uint64) | (rows[:, 1].astype(np.uint64) << np.uint64(32))
         mass = rows[:, 2].view(np.float32).astype(np.float64)
         _, order, got_keys, got_mass, came = density.send_strays(r.comm, keys, mass, r.cuts)
-        ends = local(self._sort, got_keys, got_mass, len(rows),
-                     empty=np.zeros((density.LEVELS, density.ROW), np.uint64))
+        ends, placed = local(self._sort, got_keys, got_mass, len(rows),
+                             empty=(np.zeros((density.LEVELS, density.ROW), np.uint64), None))
         shared = density.shared_ends(r.comm, ends)
-        got = local(self._values, ends, shared, len(got_keys), empty=np.zeros(len(got_keys)))
+        got = local(self._values, ends, shared, len(got_keys), placed,
+                    empty=np.zeros(len(got_keys)))
         local(self._put, rows[order, 3], density.return_strays(r.comm, got, came))
         r.agree(failed[0] if failed else None, WHAT)
         self.strays_out, self.strays_in = len(rows), len(got_keys)
@@ -125,9 +126,11 @@ class DeviceDensity:
         b._alloc("density_desc", 8 * (tiles // SCAN_TILE + 2), zero=True)  # epochs: zeros once
         return grown
 
-    def _sort(self, got_keys: np.ndarray, got_mass: np.ndarray, out: int) -> np.ndarray:
+    def _sort(self, got_keys: np.ndarray, got_mass: np.ndarray, out: int):
         """(in the context) The strays that came appended, the set sorted, the masses'
-        prefix sums; this set's end cells (density.end_cells' rows)."""
+        prefix sums: (this set's end cells (density.end_cells' rows), where the set lies:
+        (the sorted buffers' set, its size, the end of its first cell and the start of its
+        last, at each level))."""
         r = self.rank
         b, k, n, p, cuda = r.buf, r.kernels, r._n, r.buf.ptr, r._cuda
         m = len(got_keys)
@@ -146,11 +149,10 @@ class DeviceDensity:
         src = radix_sort(r, ("density_keys0", "density_keys1"),
                          ("density_vals0", "density_vals1"), total, range(8, 64, 8),
                          ("density_counts", "density_offsets", "density_desc"), slot)
-        self.src, self.n_set = src, total - out
-        s = self.n_set
+        s = total - out
         ends = np.zeros((density.LEVELS, density.ROW), np.uint64)
         if s == 0:
-            return ends
+            return ends, (src, 0, None, None)
         keys, vals = p(f"density_keys{src}"), p(f"density_vals{src}")
         blocks = s // PREFIX_TILE + 1
         k.launch("density_block_sums", (blocks, 1, 1), T, vals, p("density_mass"), s,
@@ -167,25 +169,23 @@ class DeviceDensity:
         ends[:, 0], ends[:, 1], ends[:, 2] = 1, e[:, 0], e[:, 1]
         ends[:, 3], ends[:, 5] = counts[:, 0].view(np.uint64), counts[:, 1].view(np.uint64)
         ends[:, 4], ends[:, 6] = e[:, 4], e[:, 5]
-        self.cells = f_end, g_start
-        return ends
+        return ends, (src, s, f_end, g_start)
 
-    def _values(self, ends: np.ndarray, shared: np.ndarray, m: int) -> np.ndarray:
+    def _values(self, ends: np.ndarray, shared: np.ndarray, m: int, placed) -> np.ndarray:
         """(in the context) Every sorted position's value; the strays that came, theirs
-        (float64, in the order they came)."""
+        (float64, in the order they came). placed: _sort's."""
         r = self.rank
-        b, k, n, p, s = r.buf, r.kernels, r._n, r.buf.ptr, self.n_set
+        src, s, f_end, g_start = placed
+        b, k, n, p = r.buf, r.kernels, r._n, r.buf.ptr
         b.room("density_values", 4 * n)
         b.room("density_came", 4 * max(m, 1))
         if s == 0:
             return np.zeros(0)
-        f_end, g_start = self.cells
         mine = ends[:, 3:].view(np.float64)  # count, mass of the first; of the last
         glob = np.stack([f_end, g_start, mine[:, 0] + shared[:, 0], mine[:, 1] + shared[:, 1],
                          mine[:, 2] + shared[:, 2], mine[:, 3] + shared[:, 3]], axis=1)
         b._alloc("density_glob", 8 * glob.size)
         r._cuda.memcpy_htod(p("density_glob"), np.ascontiguousarray(glob, np.float64))
-        src = self.src
         k.launch("density_values", (-(-s // 256), 1, 1), T, p(f"density_keys{src}"),
                  p(f"density_vals{src}"), s, p("density_P"), p("density_glob"),
                  float(r.cube[1]), n, p("density_values"), p("density_came"))

@@ -353,15 +353,15 @@ class GPURank(RankMixin, GPUEngine):
         copies of the rows)."""
         if mode == "galaxy":
             return None, self.sample_state(count)[1].galaxy.astype(np.float32)
-        if mode != "density":  # from pos, vel, mass and the potential
-            every = self._stride(count)
+        if mode != "density":  # from pos, vel, mass and (where needed) the potential
+            every, pot = self._stride(count), None
             with self.activate():
                 self._sync()
                 pos, vel = self.buf.set_ptrs(self._cur)
-                p4, v4, a4 = (self._download_rows(ptr, np.float32, 4, *every)
-                              for ptr in (pos, vel, self.buf.ptr("acc")))
-            return None, light.particle_values(mode, p4[:, :3], v4[:, :3], p4[:, 3], None,
-                                               a4[:, 3])
+                p4, v4 = (self._download_rows(ptr, np.float32, 4, *every) for ptr in (pos, vel))
+                if mode in light.NEEDS_POTENTIAL:
+                    pot = self._download_rows(self.buf.ptr("acc"), np.float32, 4, *every)[:, 3]
+            return None, light.particle_values(mode, p4[:, :3], v4[:, :3], p4[:, 3], None, pot)
         with self.activate():
             values = self._device_values(mode)
             if not values:
