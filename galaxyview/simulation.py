@@ -20,7 +20,9 @@ from galaxyview.errors import EngineError, ParameterError, SceneError, SnapshotE
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
-from galaxyview.snapshots import Snapshot, archive, load_source, params_of
+from galaxyview.snapshots import Snapshot, archive, open_source, params_of
+
+INITIAL_SAMPLE = 1 << 18  # particles of an initial state made in parts kept on this host
 
 
 @dataclass
@@ -29,16 +31,26 @@ class Simulation:
 
     step(n), run(until=t), positions, velocities, masses, time, energies(), params (assign a
     dict or Params: checked), save(path). Quantities are in N-body units (G = 1); `units` is
-    the scene's physical unit system when it has one (`quantity` converts)."""
+    the scene's physical unit system when it has one (`quantity` converts).
+
+    `initial` is the initial state, or None where a distributed engine made it in parts on its
+    processes (from `maker`: no whole copy on this host); `initial_sample` is the initial
+    state or a sample of it spread over the system (for framing, its meta and time)."""
 
     name: str
     engine: Engine
-    initial: ParticleState
+    initial: ParticleState | None
     why: str  # why this engine was chosen, one line
     units: UnitSystem | None = None
     scene: object = None  # the Scene, when started from one
     snapshot: Snapshot | None = None  # the Snapshot, when started from a file
     backend: str = "cpu"
+    maker: object = None  # the model/ics/parts.py PartMaker the engine made the particles from
+    initial_sample: ParticleState | None = None
+
+    def __post_init__(self):
+        if self.initial_sample is None:
+            self.initial_sample = self.initial
 
     # -- what the engine holds -----------------------------------------------------------------
     @property
@@ -110,7 +122,11 @@ class Simulation:
         return self
 
     def reset(self) -> None:
-        self.engine.load(self.initial)
+        """Back to the initial state (made anew in parts where it was)."""
+        if self.maker is not None:
+            self.engine.load_made(self.maker)
+        else:
+            self.engine.load(self.initial)
 
     # -- units ---------------------------------------------------------------------------------
     def quantity(self, what: str, library: str = "astropy"):
@@ -225,19 +241,24 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
     snapshot restarts exactly (Engine.load_exact). An archive of several snapshots plays back
     (no simulation) unless `playback=False` or an `index` is given: then its snapshot `index`
     (default the last) is the start. integrator, boundary, collision: physics modules by name.
+    A distributed engine makes a scene's particles in parts where they live (Simulation.maker).
     """
     kind, why = resolve_backend(backend, device)
-    state, scene, snap = load_source(source, n, kind, index)
+    scene, snap = open_source(source, n, index)
     overrides = dict(theta=theta, dt=dt, eps=eps, integrator=integrator, boundary=boundary,
                      collision=collision)
     try:
         if snap is not None and snap.archive is not None and playback is not False \
                 and index is None:
             return _playback(snap, overrides, why)
-        name = scene.name if scene else str(state.meta.get("scene") or Path(source).stem)
+        maker = scene.maker(n, kind) if scene is not None else None
+        state = snap.state if snap is not None else scene.build(n, kind) if maker is None \
+            else None  # made once the engine says where
+        meta = state.meta if state is not None else maker.meta
+        name = scene.name if scene else str(meta.get("scene") or Path(source).stem)
         base = scene.params if scene else params_of(snap)
-        if state.meta.get("sheet") is not None and base.sheet is None:
-            base = base.with_(sheet=state.meta["sheet"])  # a ring model's box follows its N
+        if meta.get("sheet") is not None and base.sheet is None:
+            base = base.with_(sheet=meta["sheet"])  # a ring model's box follows its N
         units = scene.units if scene else snap.units
         params = base.with_(**overrides)
         _check_modules(params, module_kind(kind), scene, overrides)
@@ -250,14 +271,19 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
     try:
         if snap is not None and snap.exact is not None:
             engine.load_exact(snap.exact)
+        elif state is None and engine.distributed:  # each process makes its share
+            engine.load_made(maker)
         else:
+            state = maker.whole() if state is None else state
             engine.load(state)
+        sample = state if state is not None else engine.sample_state(INITIAL_SAMPLE)[1]
     except BaseException:
         engine.close()
         if snap is not None:
             snap.close()
         raise
-    return Simulation(name, engine, state, why, units, scene, snap, kind)
+    made = maker if state is None else None
+    return Simulation(name, engine, state, why, units, scene, snap, kind, made, sample)
 
 
 def _playback(snap: Snapshot, overrides: dict, why: str) -> Simulation:

@@ -9,7 +9,7 @@ from galaxyview.errors import EngineError, ParameterError
 from galaxyview.model import diagnostics as dg
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
-from galaxyview.model.state import Component, ParticleState
+from galaxyview.model.state import Component, ParticleState, Selection
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +144,11 @@ def test_centre_of_mass_of_a_selection():
     np.testing.assert_allclose(engine.centre_of_mass(mask),
                                m @ now.pos[mask].astype(np.float64) / m.sum(), rtol=1e-12)
     assert not np.allclose(engine.centre_of_mass(mask), now.pos[mask].mean(axis=0))
+    now.component[:] = np.arange(500) % 3  # disk, bulge, halo
+    now.galaxy[:] = np.arange(500) % 2
+    engine.load(now)
+    core = Selection(1, (Component.BULGE, Component.HALO))  # by what particles are, not index
+    picked = core.mask(now.component, now.galaxy)
+    assert picked.sum() == np.sum((np.arange(500) % 2 == 1) & (np.arange(500) % 3 > 0))
+    assert np.array_equal(engine.centre_of_mass(core), engine.centre_of_mass(picked))
+    assert Selection().mask(now.component, now.galaxy).all()

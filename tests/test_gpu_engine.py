@@ -6,6 +6,7 @@ from galaxyview.engines.base import PHASES
 from galaxyview.errors import EngineError, ParameterError
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
+from galaxyview.model.state import Component, Selection
 
 pytestmark = pytest.mark.gpu
 
@@ -157,18 +158,24 @@ def test_create_engine_gpu():
 def test_centre_of_mass_on_the_device_matches_the_state(engine, n):
     state = plummer_sphere(n, np.random.default_rng(5))
     state.mass[: n // 3] *= 3.0  # unequal masses, so the weighting shows
+    state.component[:] = np.arange(n) % 3
+    state.galaxy[:] = np.arange(n) % 2
     engine.load(state)
     engine.step(3)  # particles are now in another (sorted) order on the device
     rng = np.random.default_rng(6)
-    for mask in (rng.random(n) < 0.05, np.arange(n) < n // 2):
+    core = Selection(1, (Component.BULGE, Component.HALO))  # found from the loaded tags
+    for mask in (rng.random(n) < 0.05, np.arange(n) < n // 2, core):
         host = engine.state()
-        m = host.mass[mask].astype(np.float64)
-        want = m @ host.pos[mask].astype(np.float64) / m.sum()
+        pick = core.mask(host.component, host.galaxy) if mask is core else mask
+        m = host.mass[pick].astype(np.float64)
+        want = m @ host.pos[pick].astype(np.float64) / m.sum()
         got = engine.centre_of_mass(mask)
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
         engine.step(1)
         moved = engine.centre_of_mass(mask)  # same mask again: no new upload, new positions
         assert not np.allclose(moved, got)
+    picked = core.mask(state.component, state.galaxy)  # the Selection's mask, loaded order
+    assert np.array_equal(engine.centre_of_mass(core), engine.centre_of_mass(picked))
     with pytest.raises(ValueError, match="one entry per particle"):
         engine.centre_of_mass(np.ones(n + 1, dtype=bool))
 

@@ -124,7 +124,12 @@ def test_two_gpus_sum_their_light_on_one_gpu(tmp_path):
         assert err < 1e-4 and distinct > 20 and 500 <= sampled <= 2000 and in_made
         assert got[path]["density_frames"] == 0
         assert (got[path]["at_attach"], got[path]["first_frame"],
-                got[path]["later_frames"]) == (1, 0, 0)
+                got[path]["later_frames"]) == (0, 0, 0)
+        # a sample of the state from the ranks' rows: the whole state's rows at its ids
+        count, ascending, equal = got[path]["sampled"]
+        assert 500 <= count <= 2000 and ascending and equal
+        assert got[path]["com_err"] < 1e-5  # a Selection's centre of mass, summed over the ranks
+        assert max(got[path]["fit_err"]) < 0.05  # framed on the sample as on the whole state
         for count, err in got[path]["ranges"].values():  # the colour maps' ends, sampled
             assert 1000 <= count <= 4000 and err < 0.1
         assert all(lit > 0.05 for lit in got[path]["lit"])

@@ -146,7 +146,7 @@ def test_record_over_two_processes(tmp_path):
 def test_the_light_is_splatted_by_every_process_and_summed(k):
     """engine.light(view): the processes' images summed equal the host splat of the whole
     state (two views and sizes, five colourings); frames of the offscreen renderer gather no
-    particles (one copy at attach to frame them; the speed map's range from samples)."""
+    particles (framed at attach on a sample; the speed map's range from samples)."""
     pytest.importorskip("numba")
     done = _mpirun(k, "light_run.py", "reference", 3000)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -161,7 +161,12 @@ def test_the_light_is_splatted_by_every_process_and_summed(k):
     assert err < 1e-5 and distinct > 20 and 500 <= sampled <= 2000 and in_made
     assert got["density_frames"] == 0
     assert got["path"] == "light from the engine's processes"
-    assert (got["at_attach"], got["first_frame"], got["later_frames"]) == (1, 0, 0)
+    assert (got["at_attach"], got["first_frame"], got["later_frames"]) == (0, 0, 0)
+    # a sample of the state from the ranks' rows: the whole state's rows at its ids
+    count, ascending, equal = got["sampled"]
+    assert 500 <= count <= 2000 and ascending and equal
+    assert got["com_err"] < 1e-5  # a Selection's centre of mass, summed over the ranks
+    assert max(got["fit_err"]) < 0.05  # framed on the sample as on the whole state
     for count, err in got["ranges"].values():  # the colour maps' ends from samples
         assert 1000 <= count <= 4000 and err < 0.1
     assert all(lit > 0.05 for lit in got["lit"])
@@ -182,6 +187,12 @@ def test_the_rest_of_the_engine_interface_over_three_processes():
     assert 0 < got["made_force_err"] < 2e-3
     assert got["merger_pos_diff"] < 1e-4 and got["merger_same_components"]  # kpc scale 100
     assert got["merger_galaxies"] == ["Milky Way", "Andromeda"]
+    # a scene opened on the processes: made there, the same particles as one process's
+    assert got["sim_made"] == [True, True, True, 6000, ["Milky Way", "Andromeda"]]
+    assert got["sim_pos_diff"] < 1e-4
+    moved, back, time = got["sim_reset"]
+    assert moved > 1e-3 and back < 1e-4 and time == 0  # reset: made anew where it runs
+    assert got["sim_follow_err"] < 1e-5  # the first galaxy's core, found by each process
     # a step gone non-finite on some rank: every rank raises, the last good state stays
     assert "became" in got["failed"] and "reduce dt" in got["failed"]
     assert got["time_kept"] and got["state_finite"]

@@ -66,12 +66,12 @@ def record_raw(n_frames: int, **options):
     try:
         renderer.attach(sim.engine)
         if options.get("camera") == "follow":
-            renderer.camera.follow(follow_target(sim.engine, sim.initial))
+            renderer.camera.follow(follow_target(sim))
         frames = Frames()
         opts = RecordOptions(n_frames, 30, (160, 96), **options).validate()
         done, interrupted, failure, _ = record_frames(sim.engine, renderer, frames, opts)
         assert (done, interrupted, failure) == (n_frames, False, None)
-        core = follow_target(sim.engine, sim.initial)()  # where the first galaxy's core is now
+        core = follow_target(sim)()  # where the first galaxy's core is now
         return frames, renderer.camera.centre.copy(), core, sim.engine.time
     finally:
         renderer.close()

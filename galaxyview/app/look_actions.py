@@ -49,7 +49,7 @@ class LookActions:
 
     def show_colour_bar(self) -> None:
         r, sim = self.canvas.renderer, self.sim
-        galaxies = sim.initial.meta.get("galaxies", ()) if sim is not None else ()
+        galaxies = sim.initial_sample.meta.get("galaxies", ()) if sim is not None else ()
         mode = self.look.colour_mode
         self.colour_bar.show_for(mode, self.look.colour_map, r.colour_range(mode),
                                  tuple(str(g) for g in galaxies))

@@ -32,19 +32,20 @@ class Session(QObject):
         self.host = self.source.worker_vertices  # the worker copies the state into vertices
         if isinstance(self.source, EngineLight):
             self.source.guard = self.try_engine
-        self.worker = w = StepWorker(sim.engine, sim.initial, host_path=self.host)
+        self.worker = w = StepWorker(sim.engine, sim.reset, host_path=self.host)
         w.frame_ready.connect(self._on_frame)
         w.failed.connect(self.failed)
         w.batch_failed.connect(self._on_batch_failed)
         self.frame = None  # newest state, not drawn yet
-        self.shown_time = float(sim.initial.time)  # simulation time of the state drawn
+        self.shown_time = float(sim.initial_sample.time)  # simulation time of the state drawn
         self.last = None  # newest state reported
         self.ring = None  # the newest ring diagnostics (ring scenes)
         self.e0 = None
         self.energy_error = None
         self.accuracy = None  # the last live force check (jobs.accuracy.LiveAccuracy)
         self.check_accuracy(check_accuracy)
-        self.positions = framing_positions(sim.initial.pos, sim.initial.component)
+        self.positions = framing_positions(sim.initial_sample.pos,
+                                          sim.initial_sample.component)
         self._boxes_key = None
         self._notice_said = False
         w.start()

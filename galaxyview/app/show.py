@@ -96,7 +96,7 @@ class ShowController(QObject):
             sim = w.sim
             follow = None
             if item.camera == "follow":
-                target, session = follow_target(sim.engine, sim.initial), w.session
+                target, session = follow_target(sim), w.session
                 follow = _LastKnown(session, target)
             self.programme = CameraProgramme(item, w.canvas.camera, follow)
         except GalaxyviewError as exc:

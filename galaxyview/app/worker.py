@@ -52,10 +52,10 @@ class StepWorker(QThread):
     failed = pyqtSignal(str)  # a message for the user; the worker keeps running
     batch_failed = pyqtSignal()  # a step batch ended in an error (after failed)
 
-    def __init__(self, engine, initial=None, host_path: bool = True, parent=None):
+    def __init__(self, engine, load_initial=None, host_path: bool = True, parent=None):
         super().__init__(parent)
         self.engine = engine
-        self.initial = initial  # ParticleState for reset
+        self.load_initial = load_initial  # loads the initial state again (Simulation.reset)
         self.host_path = host_path
         self.engine_lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
@@ -133,7 +133,7 @@ class StepWorker(QThread):
             step_ms = (time.perf_counter() - t0) * 1e3 / arg
         elif kind == "reset":
             self.timeline.clear()
-            engine.load(self.initial)
+            self.load_initial()
         elif kind == "seek":
             engine.seek(arg)
         elif kind == "rewind":

@@ -16,7 +16,7 @@ from galaxyview.errors import EngineError
 from galaxyview.model import diagnostics
 from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
-from galaxyview.model.state import ParticleState
+from galaxyview.model.state import ParticleState, Selection
 
 if TYPE_CHECKING:
     from galaxyview.light import LightView
@@ -120,6 +120,9 @@ class Engine(abc.ABC):
     name: str = "?"  # "cpu" or "gpu": a label for reports, never a switch outside engines
     on_gpu: bool = False  # the work runs on a CUDA device (device_view() gives its arrays)
     splats_light: bool = False  # light(view) makes the frame's light image (no state copy)
+    # the particles live in several processes: load_made makes each share where it lives, and
+    # state() is a gather (callers keep to sample_state and the engine's own reductions)
+    distributed: bool = False
 
     integrator = None  # the physics modules, built by the engine (engines/modules.py)
 
@@ -251,11 +254,14 @@ class Engine(abc.ABC):
         the engine can compute it; None elsewhere. Costs N^2 pair terms."""
         return None
 
-    def centre_of_mass(self, mask: np.ndarray) -> np.ndarray:
-        """Centre of mass (3,) float64 of the particles selected by `mask` (bool, loaded order).
+    def centre_of_mass(self, mask: np.ndarray | Selection) -> np.ndarray:
+        """Centre of mass (3,) float64 of the particles selected by `mask`: bool, loaded
+        order, or a Selection (a galaxy and its components, found where the particles are).
 
         Per frame for the follow camera: engines override it so no whole state is copied."""
         state = self.state()
+        if isinstance(mask, Selection):
+            mask = mask.mask(state.component, state.galaxy)
         if state.mass[mask].sum() <= 0:  # massless selection: the plain mean
             return state.pos[mask].astype(np.float64).mean(axis=0)
         return diagnostics.centre_of_mass(state.pos[mask], state.mass[mask])

@@ -67,7 +67,11 @@ class Scene:
                         self.n_cpu if n is None else n, engine=backend)
 
     def build(self, n: int | None = None, backend: str = "cpu") -> ParticleState:
-        """The initial state: the same scene, seed and n always give identical arrays."""
+        """The initial state: the same scene, seed and n always give identical arrays; the
+        same particles as `maker`'s (made in parts by a distributed engine) where it has one."""
+        maker = self.maker(n, backend)
+        if maker is not None:
+            return maker.whole()
         n = self.default_n(backend) if n is None else check_n(n)
         state = ics.get_model(self.model).build(self.config, n, np.random.default_rng(self.seed))
         state.meta.update(self._meta())
@@ -80,8 +84,7 @@ class Scene:
 
     def maker(self, n: int | None = None, backend: str = "cpu"):
         """The initial state made in parts (model/ics/parts.py PartMaker: each process of a
-        distributed engine makes its share), where the model offers it; else None. Another
-        draw of the same model than `build`'s."""
+        distributed engine makes its share), where the model offers it; else None."""
         model = ics.get_model(self.model)
         if model.maker is None:
             return None

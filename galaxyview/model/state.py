@@ -24,6 +24,25 @@ class Component(enum.IntEnum):
         return self.name.lower().replace("_", " ")
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Particles named by what they are, not by index: those of `galaxy` (None: any galaxy)
+    whose component is one of `components` (empty: any). A distributed engine's processes each
+    find their own members, so no mask of all N travels (the follow camera's set)."""
+
+    galaxy: int | None = None
+    components: tuple[int, ...] = ()
+
+    def mask(self, component: np.ndarray, galaxy: np.ndarray) -> np.ndarray:
+        """(N,) bool: which of the particles with these tags are selected."""
+        pick = np.ones(len(component), dtype=bool)
+        if self.galaxy is not None:
+            pick &= np.asarray(galaxy) == self.galaxy
+        if self.components:
+            pick &= np.isin(component, self.components)
+        return pick
+
+
 @dataclass
 class ParticleState:
     """N particles in N-body units (G = 1).

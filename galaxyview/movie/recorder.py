@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, ParameterError
-from galaxyview.model.state import Component
+from galaxyview.model.state import Component, Selection
 from galaxyview.movie.caption import caption_text, draw_caption
 from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_size
 from galaxyview.render import rings
@@ -69,24 +69,30 @@ class RecordResult:
         return self.frames / self.wall_s if self.wall_s > 0 else 0.0
 
 
-def follow_target(engine, initial):
-    """A callable giving the point the follow camera tracks: the centre of mass of the first
-    galaxy's core (its bulge and black hole particles; without those, the tenth of its particles
-    nearest its initial centre). The particle set is chosen once, from the initial state."""
-    first = initial.galaxy == initial.galaxy.min()
-    core = first & np.isin(initial.component, (Component.BULGE, Component.BLACK_HOLE))
-    if not core.any():
-        pos = initial.pos[first].astype(np.float64)
-        centre = np.average(pos, axis=0, weights=initial.mass[first] + 1e-30)
-        r = np.linalg.norm(pos - centre, axis=1)
-        idx = np.flatnonzero(first)[r <= np.quantile(r, 0.1)]
+def follow_target(sim):
+    """A callable giving the point the follow camera tracks for Simulation `sim`: the centre
+    of mass of the first galaxy's core (its bulge and black hole particles); without those,
+    the tenth of its particles nearest its initial centre, or where the initial state was made
+    in parts (no whole copy here), all of the first galaxy. Chosen once, from the initial
+    state; a Selection where it can be, so each process finds its own members."""
+    start, engine = sim.initial_sample, sim.engine
+    first = int(start.galaxy.min())
+    core = Selection(first, (int(Component.BULGE), int(Component.BLACK_HOLE)))
+    if core.mask(start.component, start.galaxy).any():
+        select = core
+    elif sim.initial is None:
+        select = Selection(first)
     else:
-        idx = np.flatnonzero(core)
-    mask = np.zeros(initial.n, dtype=bool)
-    mask[idx] = True
+        initial = sim.initial
+        mine = initial.galaxy == first
+        pos = initial.pos[mine].astype(np.float64)
+        centre = np.average(pos, axis=0, weights=initial.mass[mine] + 1e-30)
+        r = np.linalg.norm(pos - centre, axis=1)
+        select = np.zeros(initial.n, dtype=bool)
+        select[np.flatnonzero(mine)[r <= np.quantile(r, 0.1)]] = True
 
     def target():
-        return engine.centre_of_mass(mask)
+        return engine.centre_of_mass(select)
 
     return target
 
@@ -208,7 +214,7 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
             renderer.look = rings.ring_look(renderer.look, sheet)
             rings.view(renderer.camera, sheet, "top")
         if options.camera == "follow":
-            renderer.camera.follow(follow_target(sim.engine, sim.initial))
+            renderer.camera.follow(follow_target(sim))
         myr = sim.units.time_myr if sim.units else None
         caption = (lambda t: caption_text(sim.name, t, myr)) if options.caption else None
         bar = tqdm(total=options.frames, desc=f"{sim.name} -> {writer.path.name}", unit="frame",

@@ -23,7 +23,7 @@ from galaxyview.render.headless import headless_canvas, made_current
 from galaxyview.render.look import Look
 from galaxyview.render.interop import read_gl_buffer
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer
-from galaxyview.render.sources import framing_positions, make_source
+from galaxyview.render.sources import make_source
 
 MAX_SIZE = 8192
 
@@ -76,8 +76,7 @@ class OffscreenRenderer:
         self.camera.fit_source = self.source.positions
         self._renderer.ranges.clear()  # colour map ranges come from the new engine's values
         if fit:
-            state = engine.state()  # one host copy at attach, for framing
-            self.camera.fit(framing_positions(state.pos, state.component))
+            self.camera.fit()  # on a sample of the state (source.positions)
         self._boxes_key = None
 
     def detach(self) -> None:

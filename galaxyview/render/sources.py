@@ -12,6 +12,7 @@ from galaxyview.model.state import Component
 from galaxyview.render import RenderError
 from galaxyview.light.device import DEVICE_VALUES, SHUFFLE_STRIDE, VALUES_FROM_ENGINE
 from galaxyview.render.colour import engine_values
+from galaxyview.render.camera import FIT_SAMPLE
 from galaxyview.render.look import mode_code
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
 
@@ -34,6 +35,13 @@ def framing_positions(pos: np.ndarray, component: np.ndarray) -> np.ndarray:
     there are none."""
     lit = np.asarray(component) != Component.HALO
     return pos[lit] if lit.any() else pos
+
+
+def sampled_framing(engine) -> np.ndarray:
+    """What a camera fit frames of the engine's particles, from a sample of its state (no copy
+    of it all)."""
+    _, s = engine.sample_state(FIT_SAMPLE)
+    return framing_positions(s.pos, s.component)
 
 
 class HostSource:
@@ -59,8 +67,7 @@ class HostSource:
             renderer.light_source = self
 
     def positions(self) -> np.ndarray:
-        s = self.engine.state()
-        return framing_positions(s.pos, s.component)
+        return sampled_framing(self.engine)
 
     def refresh(self, vertices: np.ndarray | None = None, mode: str | None = None) -> None:
         """Upload `vertices` (coloured for `mode`), or make them from the engine for the
@@ -232,8 +239,7 @@ class DeviceSource:
         return self.notice is not None
 
     def positions(self) -> np.ndarray:
-        s = self.engine.state()  # a host copy, only when the camera is fitted
-        return framing_positions(s.pos, s.component)
+        return sampled_framing(self.engine)
 
     def _gl_handle(self) -> int:
         return self.renderer.vbo_handle(self.gl_context)

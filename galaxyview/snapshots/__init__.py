@@ -158,21 +158,28 @@ def load_source(source, n: int | None = None, backend: str = "cpu",
                 index: int | None = None) -> tuple[ParticleState, Scene | None, Snapshot | None]:
     """(state, scene, None) for a scene name or file (n particles, the backend's default when
     None); (state, None, snapshot) for a snapshot or archive file (n must be None or match)."""
+    scene, snap = open_source(source, n, index)
+    return (scene.build(n, backend), scene, None) if snap is None else (snap.state, None, snap)
+
+
+def open_source(source, n: int | None = None,
+                index: int | None = None) -> tuple[Scene | None, Snapshot | None]:
+    """(scene, None) for a Scene, a scene name or file, its particles not made yet; (None,
+    snapshot) for a snapshot or archive file (n must be None or match)."""
     if isinstance(source, Scene):  # a scene already loaded (and perhaps changed)
-        return source.build(n, backend), source, None
+        return source, None
     path = Path(source)
     if not _looks_like_snapshot(path):
         if index is not None:
             raise SnapshotError(f"{source}: a snapshot index ({index}) applies to archives, "
                                 "not to scenes")
-        scene = load_scene(source)
-        return scene.build(n, backend), scene, None
+        return load_scene(source), None
     snap = read(path, index)
     if n is not None and n != snap.state.n:
         snap.close()
         raise ParameterError(f"{source} is a snapshot of {snap.state.n} particles; a particle "
                              f"count ({n}) applies to scenes only, leave it out")
-    return snap.state, None, snap
+    return None, snap
 
 
 def params_of(snap: Snapshot) -> Params:

@@ -12,6 +12,9 @@ from galaxyview.errors import EngineError
 from galaxyview.model.ics.plummer import PlummerParts, plummer_sphere
 from galaxyview.model.params import Params
 from galaxyview.model.scene import load_scene
+from galaxyview.model.state import Component
+from galaxyview.movie.recorder import follow_target
+from galaxyview.simulation import open_simulation
 
 comm = Comm(timeout=120)
 if comm.rank != 0:
@@ -61,6 +64,22 @@ try:
                                          np.array_equal(got.galaxy, whole.galaxy))
     out["merger_galaxies"] = got.meta.get("galaxies")
     made.close()
+    # a simulation opened from a scene: made in parts where it runs, no whole copy on rank 0
+    sim = open_simulation("mw-andromeda", "reference", 6000, dt=1 / 64)
+    whole = load_scene("mw-andromeda").build(6000)  # the one-process engine's particles
+    start = sim.state()
+    out["sim_made"] = [sim.initial is None, sim.maker is not None, sim.engine.distributed,
+                       sim.initial_sample.n, sim.initial_sample.meta.get("galaxies")]
+    out["sim_pos_diff"] = float(np.abs(start.pos - whole.pos).max())
+    sim.step(2)
+    moved = float(np.abs(sim.state().pos - start.pos).max())
+    sim.reset()  # made anew, in parts
+    out["sim_reset"] = [moved, float(np.abs(sim.state().pos - start.pos).max()), sim.time]
+    core = whole.galaxy == 0
+    core &= np.isin(whole.component, (Component.BULGE, Component.BLACK_HOLE))
+    want = np.average(start.pos[core].astype(np.float64), axis=0, weights=start.mass[core])
+    out["sim_follow_err"] = float(np.abs(follow_target(sim)() - want).max())
+    sim.close()
     t_before = par.time
     par.set_params(dt=1e6, eps=1e-6)  # the next step flings particles out: NaN or inf
     try:

@@ -16,9 +16,11 @@ from galaxyview.engines.parallel.decompose import particle_keys
 from galaxyview.model.density import key_density
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
+from galaxyview.model.state import Selection
 from galaxyview.render.camera import Camera
 from galaxyview.render.host_splat import light_view
 from galaxyview.render.look import Look, colour_lut, mode_code
+from galaxyview.render.sources import framing_positions
 
 backend, n = sys.argv[1], int(sys.argv[2])
 keep = sys.argv[3] if len(sys.argv) > 3 else None
@@ -54,6 +56,16 @@ try:
         ends = np.percentile(full, [1, 50, 99])
         ranges[mode] = [len(part), float(np.abs(np.percentile(part, [1, 50, 99]) - ends).max()
                                          / (ends[2] - ends[0]))]
+    ids, part = engine.sample_state(1000)  # the ranks' strided rows, in the loaded order
+    sampled = [len(ids), bool(np.all(np.diff(ids) > 0)),
+               bool(np.array_equal(part.pos, whole.pos[ids])
+                    and np.array_equal(part.vel, whole.vel[ids])
+                    and np.array_equal(part.component, whole.component[ids])
+                    and np.array_equal(part.galaxy, whole.galaxy[ids]))]
+    core = Selection(1, (1, 3))  # the second galaxy's bulge and black holes, found by each rank
+    pick = core.mask(whole.component, whole.galaxy)
+    want = np.average(whole.pos[pick].astype(np.float64), axis=0, weights=whole.mass[pick])
+    com_err = float(np.abs(engine.centre_of_mass(core) - want).max())
     errors, images = {}, {}
     for size, azimuth, distance in (((160, 96), 30.0, 6.0), ((97, 131), -70.0, 3.0)):
         camera = Camera()
@@ -79,8 +91,12 @@ try:
 
     frames = []
     with OffscreenRenderer(160, 96, Look(colour_mode="speed")) as r:
-        r.attach(engine)  # one copy of the state, to frame it
+        r.attach(engine)  # framed on a sample of the state: no copy of it all
         at_attach = len(gathers) - before
+        fit = Camera()
+        fit.fit(framing_positions(whole.pos, whole.component))
+        fit_err = [float(np.linalg.norm(r.camera.centre - fit.centre) / fit.distance),
+                   float(abs(r.camera.distance / fit.distance - 1))]
         before = len(gathers)
         for i in range(4):
             if i:
@@ -113,7 +129,7 @@ try:
     print(json.dumps(dict(errors=errors, at_attach=at_attach, first_frame=first_frame,
                           peer_path=peer_path, on_device=on_device, frame_diff=frame_diff,
                           later_frames=per_frame, path=path, density=density_err,
-                          ranges=ranges,
+                          ranges=ranges, sampled=sampled, com_err=com_err, fit_err=fit_err,
                           density_frames=density_frames,
                           strays=getattr(getattr(rank0, "_density", None), "strays_out", None),
                           lit=[float((f.max(axis=2) > 60).mean()) for f in frames])))

@@ -28,7 +28,7 @@ from galaxyview.engines.system import DeviceActive, DeviceSystem
 from galaxyview.errors import EngineError
 from galaxyview.model.density import MAX_LEVEL as DENSITY_MAX_LEVEL, N_MIN as DENSITY_N_MIN
 from galaxyview.model.exact import ExactState
-from galaxyview.model.state import ParticleState
+from galaxyview.model.state import ParticleState, Selection
 
 GROUP_MAX = 64  # the walk holds at most two particles per lane
 # A run of GROUP_MAX sorted particles is cut where its smallest enclosing cell holds more than
@@ -417,18 +417,21 @@ class GPUEngine(Engine):
             w = self._download(sums, np.float64, 1)[0]
         return Energies(kinetic=kinetic, potential=float(self.params.G * w))
 
-    def centre_of_mass(self, mask: np.ndarray) -> np.ndarray:
-        """On the device: the mask is uploaded once (while the same array is passed again) and
-        4 float64 sums come back per call."""
-        if mask.shape != (self._n,):
-            raise ValueError(f"mask must have one entry per particle ({self._n}), got {mask.shape}")
-        cuda = self._cuda
+    def centre_of_mass(self, mask: np.ndarray | Selection) -> np.ndarray:
+        """On the device: the mask (a Selection's from the host's tags) is uploaded once
+        (while the same one is passed again) and 4 float64 sums come back per call."""
+        key, cuda = mask, self._cuda
         with self.activate():
-            if getattr(self, "_com_key", None) is not mask:
+            if getattr(self, "_com_key", None) is not key:
+                if isinstance(mask, Selection):
+                    mask = mask.mask(self._component, self._galaxy)
+                if mask.shape != (self._n,):
+                    raise ValueError(f"mask must have one entry per particle ({self._n}), "
+                                     f"got {mask.shape}")
                 self._free_com()
                 self._com_mask = cuda.to_device(np.ascontiguousarray(mask, dtype=np.uint8))
                 self._com_sums = cuda.mem_alloc(32)
-                self._com_key = mask
+                self._com_key = key
             cuda.memset_d32(self._com_sums, 0, 8)
             pos, _ = self.buf.set_ptrs(self._cur)
             self.kernels.launch("masked_com", (self._grid(), 1, 1), (256, 1, 1), pos,
@@ -437,7 +440,7 @@ class GPUEngine(Engine):
             self._sync()
             out = self._download(int(self._com_sums), np.float64, 4)
         if out[3] <= 0:  # massless selection: fall back to the plain mean
-            return super().centre_of_mass(mask)
+            return super().centre_of_mass(key)
         return out[:3] / out[3]
 
     def _free_com(self) -> None:

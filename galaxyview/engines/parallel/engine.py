@@ -19,7 +19,7 @@ from galaxyview.engines.parallel.rank import AFTER_ANOTHER, PHASES, CPURank
 from galaxyview.errors import EngineError
 from galaxyview.model.exact import ExactState
 from galaxyview.model.ics.parts import moments
-from galaxyview.model.state import ParticleState
+from galaxyview.model.state import ParticleState, Selection
 
 
 def make_rank_engine(backend: str, params, gravity, comm):
@@ -104,10 +104,14 @@ def _energies(key, comm, data):
 
 
 def _centre(key, comm, data, mask):
-    ids, pos, _, mass, *_ = _engines[key].local_view(False)
-    pick = mask[ids]
+    ids, pos, _, mass, component, galaxy, _ = _engines[key].local_view(False)
+    pick = mask.mask(component, galaxy) if isinstance(mask, Selection) else mask[ids]
     m, p = np.asarray(mass[pick], np.float64), np.asarray(pos[pick], np.float64)
     return float(m.sum()), (m[:, None] * p).sum(axis=0), p.sum(axis=0), int(pick.sum())
+
+
+def _sample(key, comm, data, count):
+    return _engines[key].local_sample(count)
 
 
 def _values(key, comm, data, mode, count):
@@ -130,7 +134,7 @@ def _close(key, comm, data):
 
 COMMANDS = {f.__name__.lstrip("_"): f for f in
             (_create, _load, _load_made, _step, _set_params, _state, _light, _energies, _centre,
-             _values, _boxes, _memory, _close)}
+             _sample, _values, _boxes, _memory, _close)}
 
 
 def _run(comm, key, name, data, args):
@@ -164,6 +168,8 @@ def stop_serving(comm: Comm) -> None:
 
 class ParallelEngine(Engine):
     """One simulation over the processes of an MPI job; lives on rank 0."""
+
+    distributed = True
 
     _next_key = 0
 
@@ -354,9 +360,23 @@ class ParallelEngine(Engine):
         parts = self._call("energies", None)
         return Energies(sum(p[0] for p in parts), sum(p[1] for p in parts))
 
-    def centre_of_mass(self, mask: np.ndarray) -> np.ndarray:
+    def sample_state(self, count: int) -> tuple[np.ndarray, ParticleState]:
+        """About `count` particles, every k-th of each rank's (no state gathered), in the
+        loaded order."""
         self._need()
-        parts = self._call("centre", None, np.asarray(mask, bool))
+        parts = self._call("sample", None, -(-int(count) // self.comm.size))
+        ids = np.concatenate([p[0] for p in parts])
+        order = np.argsort(ids, kind="stable")
+        state = ParticleState.concatenate([p[1] for p in parts]).take(order)
+        state.time, state.meta = self._time, dict(self._meta)
+        return ids[order], state
+
+    def centre_of_mass(self, mask: np.ndarray | Selection) -> np.ndarray:
+        """Summed over the ranks; a Selection travels as itself, a mask whole."""
+        self._need()
+        if not isinstance(mask, Selection):
+            mask = np.asarray(mask, bool)
+        parts = self._call("centre", None, mask)
         m = sum(p[0] for p in parts)
         if m > 0:
             return sum(p[1] for p in parts) / m

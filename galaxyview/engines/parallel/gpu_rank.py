@@ -347,6 +347,11 @@ class GPURank(RankMixin, GPUEngine):
             return self._density.values()
         return super()._device_values(mode)
 
+    def local_sample(self, count: int):
+        """Strided copies of the device's rows (GPUEngine.sample_state), with global ids."""
+        slots, state = self.sample_state(count)
+        return self.ids[slots], state
+
     def local_values(self, mode: str, count: int | None = None):
         """(global ids, float32 values) of colour `mode` ('density', collective) of this
         rank's particles; or (None, values) of about `count` of them (any mode: strided

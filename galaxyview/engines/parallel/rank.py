@@ -73,6 +73,14 @@ class RankMixin:
         (acc, pot) when exact."""
         raise NotImplementedError
 
+    def local_sample(self, count: int) -> tuple[np.ndarray, ParticleState]:
+        """(global ids, state) of about `count` of this rank's particles: every k-th of its
+        order (GPURank: strided copies of the device's rows)."""
+        ids, pos, vel, mass, component, galaxy, radius = self.local_view(False)
+        pick = slice(None, None, max(1, len(ids) // max(int(count), 1)))
+        return ids[pick], ParticleState(pos[pick], vel[pick], mass[pick], component[pick],
+                                        galaxy[pick], self.time, radius=radius[pick])
+
     def local_light(self, view) -> np.ndarray:
         """The light of this rank's particles for `view` (a galaxyview.light.LightView), from
         its own arrays with the host splat (GPURank splats on its device instead)."""
