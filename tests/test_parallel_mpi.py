@@ -116,6 +116,26 @@ def test_run_command_over_two_processes(tmp_path):
     assert (tmp_path / "end.h5").is_file()
 
 
+@pytest.mark.gui
+def test_the_window_over_two_processes_draws_the_scene_made_there(tmp_path):
+    """`galaxyview SCENE --procs 2`: the processes make the merger's particles where they run
+    and splat them; the window frames a sample and shows the one process's picture."""
+    import imageio.v3 as iio
+
+    shots = []
+    for procs in (("--procs", "2"), ()):
+        out = tmp_path / f"p{len(procs)}.png"
+        done = mpirun.galaxyview("mw-andromeda", "--backend", "reference", "--n", "3000",
+                                 *procs, "--screenshot", out, "--frames", "0", timeout=180,
+                                 GALAXYVIEW_THREADS="1")
+        assert done.returncode == 0, done.stderr[-3000:]
+        shots.append(iio.imread(out)[..., :3].astype(int))
+    got, want = shots
+    assert (want.max(axis=2) > 40).mean() > 0.001  # particles drawn
+    diff, spread = np.abs(got - want).mean(), np.abs(want - want.mean()).mean()
+    assert diff < 0.1 * spread, (diff, spread)
+
+
 def _record(tmp_path, *procs):
     import imageio_ffmpeg
 
