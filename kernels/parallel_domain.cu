@@ -193,6 +193,29 @@ extern "C" __global__ void domain_arrive(int m, const float4* __restrict__ rows,
 }
 
 // the galaxy of origin (meta) of each particle in the current order, as the light's value
+// The follow camera's set on a rank (model/state.py Selection), read from the device's meta:
+// the particles of `galaxy` (-1: any) whose component's bit is set in `components`. sums[0..7]
+// += m x, m y, m z, m, x, y, z, 1 (the plain sums for a massless set).
+extern "C" __global__ void __launch_bounds__(256)
+selected_com(const float4* __restrict__ pos, const int4* __restrict__ meta,
+             const unsigned* __restrict__ id, int n, int galaxy, unsigned components,
+             double* sums)
+{
+    __shared__ double s[8][8];
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int w = meta[id[i]].w;
+        const int g = (short)((w >> 8) & 0xFFFF);
+        if ((galaxy >= 0 && g != galaxy) || !((components >> (w & 0x1F)) & 1u)) continue;
+        const float4 p = pos[i];
+        const double m = p.w;
+        a[0] += m * p.x; a[1] += m * p.y; a[2] += m * p.z; a[3] += m;
+        a[4] += p.x; a[5] += p.y; a[6] += p.z; a[7] += 1.0;
+    }
+    const double t = block_sum_f64<8>(a, s);
+    if (threadIdx.x < 8) atomicAdd(&sums[threadIdx.x], t);
+}
+
 extern "C" __global__ void meta_galaxy(const int4* __restrict__ meta,
                                        const unsigned* __restrict__ id, int n,
                                        float* __restrict__ out)

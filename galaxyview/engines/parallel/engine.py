@@ -104,10 +104,7 @@ def _energies(key, comm, data):
 
 
 def _centre(key, comm, data, mask):
-    ids, pos, _, mass, component, galaxy, _ = _engines[key].local_view(False)
-    pick = mask.mask(component, galaxy) if isinstance(mask, Selection) else mask[ids]
-    m, p = np.asarray(mass[pick], np.float64), np.asarray(pos[pick], np.float64)
-    return float(m.sum()), (m[:, None] * p).sum(axis=0), p.sum(axis=0), int(pick.sum())
+    return _engines[key].local_centre(mask)
 
 
 def _sample(key, comm, data, count):

@@ -49,6 +49,7 @@ from galaxyview.errors import EngineError
 from galaxyview.light import kernel as light
 from galaxyview.light.device import (DEVICE_VALUES, P_FLOATS, SHUFFLE_STRIDE,
                                      VALUES_FROM_ENGINE, splat_params)
+from galaxyview.model.state import Selection
 
 # GALAXYVIEW_LET_WALK=one: the share of the groups that walk the local tree before the LETs
 # are in (the head start): 1/8 at first, then sized each evaluation to end HEAD_MARGIN_MS
@@ -346,6 +347,27 @@ class GPURank(RankMixin, GPUEngine):
         if mode == "density" and not self._alone():
             return self._density.values()
         return super()._device_values(mode)
+
+    def local_centre(self, select) -> tuple:
+        """A Selection's sums on the device, from its meta (kernels/parallel_domain.cu
+        selected_com): 8 float64 come back, no state."""
+        if not isinstance(select, Selection):
+            return super().local_centre(select)
+        bits = sum(1 << int(c) for c in select.components) if select.components else 0xFFFFFFFF
+        galaxy = -1 if select.galaxy is None else int(select.galaxy)
+        b = self.buf
+        with self.activate():
+            self._sync()
+            self._meta_to_device()
+            b.room("com_sums", 64)
+            self._cuda.memset_d32(b.ptr("com_sums"), 0, 16)
+            pos, _ = b.set_ptrs(self._cur)
+            self.kernels.launch("selected_com", (self._grid(), 1, 1), (256, 1, 1), pos,
+                                b.ptr("meta"), b.ptr(f"id{self._cur}"), self._n, galaxy,
+                                np.uint32(bits), b.ptr("com_sums"))
+            self._sync()
+            s = self._download(b.ptr("com_sums"), np.float64, 8)
+        return float(s[3]), s[:3], s[4:7], int(s[7])
 
     def local_sample(self, count: int):
         """Strided copies of the device's rows (GPUEngine.sample_state), with global ids."""

@@ -19,7 +19,7 @@ import numpy as np
 from galaxyview.engines.parallel import decompose, density, let
 from galaxyview.light import kernel as light
 from galaxyview.errors import EngineError
-from galaxyview.model.state import ParticleState
+from galaxyview.model.state import ParticleState, Selection
 
 AFTER_ANOTHER = "another process stopped"  # a rank that stops because another failed
 
@@ -80,6 +80,14 @@ class RankMixin:
         pick = slice(None, None, max(1, len(ids) // max(int(count), 1)))
         return ids[pick], ParticleState(pos[pick], vel[pick], mass[pick], component[pick],
                                         galaxy[pick], self.time, radius=radius[pick])
+
+    def local_centre(self, select) -> tuple:
+        """(mass, mass-weighted sum of positions, sum of positions, count) of this rank's
+        particles in `select`: a Selection, or a bool mask over all particles' global ids."""
+        ids, pos, _, mass, component, galaxy, _ = self.local_view(False)
+        pick = select.mask(component, galaxy) if isinstance(select, Selection) else select[ids]
+        m, p = np.asarray(mass[pick], np.float64), np.asarray(pos[pick], np.float64)
+        return float(m.sum()), (m[:, None] * p).sum(axis=0), p.sum(axis=0), int(pick.sum())
 
     def local_light(self, view) -> np.ndarray:
         """The light of this rank's particles for `view` (a galaxyview.light.LightView), from
