@@ -19,14 +19,13 @@ from galaxyview.cuda.context import primary_context, pushed
 from galaxyview.engines import modules
 from galaxyview.engines.base import PHASES, Checkpoint, Energies, Engine, StepStats
 from galaxyview.engines.gpu.buffers import Buffers
-from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_NONFINITE,
-                                              FLAG_STACK, MAX_LEVEL, ST_FLAGS, ST_PC, ST_PP,
-                                              ST_TILE0)
+from galaxyview.engines.gpu.constants import (DENSITY_MAX_LEVEL, DENSITY_N_MIN, FLAG_CELLS,
+                                              FLAG_GROUPS, FLAG_NONFINITE, FLAG_STACK,
+                                              MAX_LEVEL, ST_FLAGS, ST_PC, ST_PP, ST_TILE0)
 from galaxyview.engines.gpu.module import compile_kernels
 from galaxyview.engines.gpu.phases import run_force
 from galaxyview.engines.system import DeviceActive, DeviceSystem
 from galaxyview.errors import EngineError
-from galaxyview.model.density import MAX_LEVEL as DENSITY_MAX_LEVEL, N_MIN as DENSITY_N_MIN
 from galaxyview.model.exact import ExactState
 from galaxyview.model.state import ParticleState, Selection
 

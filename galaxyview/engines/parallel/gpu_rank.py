@@ -378,8 +378,8 @@ class GPURank(RankMixin, GPUEngine):
         """(global ids, float32 values) of colour `mode` ('density', collective) of this
         rank's particles; or (None, values) of about `count` of them (any mode: strided
         copies of the rows)."""
-        if mode == "galaxy":
-            return None, self.sample_state(count)[1].galaxy.astype(np.float32)
+        if mode == "galaxy":  # the host's tags, every k-th
+            return None, self._galaxy[::self._stride(count)[0]].astype(np.float32)
         if mode != "density":  # from pos, vel, mass and (where needed) the potential
             every, pot = self._stride(count), None
             with self.activate():
