@@ -69,6 +69,44 @@ def test_sei_and_boundary_match_the_cpu_engine(n):
         gpu.close()
 
 
+def test_radial_wrap_shears_every_image_at_the_edges():
+    """Positions a few float32 steps either side of x = +-Lx/2: each comes back in the
+    half-open box as an image of itself, y and v_y sheared by the whole boxes it moved (a
+    point rounding onto +Lx/2 goes to -Lx/2 with its shear, not without)."""
+    params, state, sheet = ring("ring-equilibrium", 2000)
+    state.time = 3.0e4
+    half = np.float32(sheet.lx / 2)
+    steps = np.arange(-300, 301)
+    xs = np.concatenate([_ulps(half, steps), _ulps(-half, steps)])
+    pos, vel = state.pos.copy(), state.vel.copy()
+    pos[:len(xs), 0] = xs
+    state = ParticleState(pos, vel, state.mass, radius=state.radius, time=state.time,
+                          meta=state.meta)
+    gpu = gpu_engine(params.with_(collision="none"))
+    try:
+        gpu.load(state)
+        out = gpu.state()
+    finally:
+        gpu.close()
+    x_in, x_out = pos[:, 0].astype(np.float32).astype(np.float64), out.pos[:, 0]
+    assert np.all((x_out >= -half) & (x_out < half))
+    k = np.round((x_in - x_out) / sheet.lx)
+    dvy = 1.5 * sheet.omega * sheet.lx
+    moved = out.vel[:, 1] - vel[:, 1].astype(np.float32)
+    np.testing.assert_allclose(moved, k * dvy, atol=1e-3 * dvy)  # (and the first kick)
+    dy = out.pos[:, 1] - (pos[:, 1] + k * sheet.shift(state.time))
+    dy -= sheet.ly * np.round(dy / sheet.ly)
+    assert np.abs(dy).max() <= 1e-5 * sheet.ly
+    assert (k != 0).sum() > 100 and (k == 0).sum() > 100  # both sides of both edges
+
+
+def _ulps(x, steps):
+    """float32 values `steps` units in the last place from x."""
+    bits = np.float32(x).view(np.int32).astype(np.int64)
+    sign = 1 if x > 0 else -1
+    return (bits + sign * steps).astype(np.int32).view(np.float32)
+
+
 @pytest.mark.parametrize("n", [20000, 100000])
 def test_ghost_box_gravity_within_tree_tolerance(n):
     params, state, sheet = ring("saturn-a-ring", n)
