@@ -204,10 +204,11 @@ __device__ __forceinline__ void cell_center(unsigned long long key, int l, const
 // One level, deepest first: leaves sum their particles about the geometric centre, parents
 // combine their children (parallel axes); both finish as the CPU oracle does. Stored for the
 // walk: cell_mac (com, r_open^2), cell_q0 (3Q xx yy zz xy), cell_q1 (3Q xz yz, trQ/2, mass).
-// refit: the particles moved since the cells were built (same order, no new keys): the opening
-// radius then takes the box of the cell's particles (box: 6 floats a cell, the children's
-// boxes for their parents) for the cell, so that l and delta bound where the particles are
-// now. ml2 (or null): M l^2 a cell, for the relative MAC.
+// The opening radius l/theta + delta takes l and delta from the box of the cell's particles
+// (box: 6 floats a cell, the children's boxes for their parents), as Bonsai's: the longest
+// side, and the centre of mass's distance from the box's centre. A refit (the particles moved
+// since the cells were built: same order, no new keys) so bounds where they are now.
+// ml2 (or null): M l^2 a cell, for the relative MAC.
 extern "C" __global__ void __launch_bounds__(TREE_THREADS)
 multipoles_level(int l, double theta, const int* __restrict__ lb,
                  const int* __restrict__ begin, const int* __restrict__ count,
@@ -216,23 +217,21 @@ multipoles_level(int l, double theta, const int* __restrict__ lb,
                  const float* __restrict__ frame, Moments* mom, float4* __restrict__ cell_mac,
                  float4* __restrict__ cell_q0, float4* __restrict__ cell_q1,
                  int2* __restrict__ cell_link, const unsigned long long* __restrict__ status,
-                 int refit, float* __restrict__ box, float* __restrict__ ml2)
+                 float* __restrict__ box, float* __restrict__ ml2)
 {
     if (status[ST_FLAGS] & FLAG_CELLS) return;
     const int lo = lb[l], hi = lb[l + 1];
     for (int c = lo + blockIdx.x * blockDim.x + threadIdx.x; c < hi; c += gridDim.x * blockDim.x) {
         double g[3], size;
         const int b = begin[c], nk = nchild[c];
-        cell_center(keys[b], l, frame, g, &size);
+        cell_center(keys[b], l, frame, g, &size);  // size: then the box's longest side
         double m = 0, f[3] = {0, 0, 0}, s[6] = {0, 0, 0, 0, 0, 0};
         float bl[3] = {INFINITY, INFINITY, INFINITY}, bh[3] = {-INFINITY, -INFINITY, -INFINITY};
         if (nk == 0) {
             for (int i = b; i < b + count[c]; i++) {
                 float4 p = pos[i];
-                if (refit) {
-                    bl[0] = fminf(bl[0], p.x); bl[1] = fminf(bl[1], p.y); bl[2] = fminf(bl[2], p.z);
-                    bh[0] = fmaxf(bh[0], p.x); bh[1] = fmaxf(bh[1], p.y); bh[2] = fmaxf(bh[2], p.z);
-                }
+                bl[0] = fminf(bl[0], p.x); bl[1] = fminf(bl[1], p.y); bl[2] = fminf(bl[2], p.z);
+                bh[0] = fmaxf(bh[0], p.x); bh[1] = fmaxf(bh[1], p.y); bh[2] = fmaxf(bh[2], p.z);
                 double pm = p.w, dx = (double)p.x - g[0], dy = (double)p.y - g[1],
                        dz = (double)p.z - g[2];
                 m += pm; f[0] += pm * dx; f[1] += pm * dy; f[2] += pm * dz;
@@ -242,11 +241,10 @@ multipoles_level(int l, double theta, const int* __restrict__ lb,
         } else {
             for (int k = child[c]; k < child[c] + nk; k++) {
                 const Moments& q = mom[k];
-                if (refit)
-                    for (int a = 0; a < 3; a++) {
-                        bl[a] = fminf(bl[a], box[6 * k + a]);
-                        bh[a] = fmaxf(bh[a], box[6 * k + 3 + a]);
-                    }
+                for (int a = 0; a < 3; a++) {
+                    bl[a] = fminf(bl[a], box[6 * k + a]);
+                    bh[a] = fmaxf(bh[a], box[6 * k + 3 + a]);
+                }
                 double km = q.m, dx = q.cx - g[0], dy = q.cy - g[1], dz = q.cz - g[2];
                 m += km; f[0] += km * dx; f[1] += km * dy; f[2] += km * dz;
                 s[0] += q.q[0] + km * dx * dx; s[1] += q.q[1] + km * dy * dy;
@@ -262,18 +260,15 @@ multipoles_level(int l, double theta, const int* __restrict__ lb,
         out.q[2] = s[2] - f[2] * sh[2]; out.q[3] = s[3] - f[0] * sh[1];
         out.q[4] = s[4] - f[0] * sh[2]; out.q[5] = s[5] - f[1] * sh[2];
         mom[c] = out;
-        double delta = sqrt(sh[0] * sh[0] + sh[1] * sh[1] + sh[2] * sh[2]);
-        if (refit) {  // size and centre of the particles' box
-            double e[3];
-            size = 0;
-            for (int a = 0; a < 3; a++) {
-                box[6 * c + a] = bl[a];
-                box[6 * c + 3 + a] = bh[a];
-                e[a] = out_c(out, a) - 0.5 * ((double)bl[a] + (double)bh[a]);
-                size = fmax(size, (double)bh[a] - (double)bl[a]);
-            }
-            delta = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+        double e[3];  // l and delta from the particles' box
+        size = 0;
+        for (int a = 0; a < 3; a++) {
+            box[6 * c + a] = bl[a];
+            box[6 * c + 3 + a] = bh[a];
+            e[a] = out_c(out, a) - 0.5 * ((double)bl[a] + (double)bh[a]);
+            size = fmax(size, (double)bh[a] - (double)bl[a]);
         }
+        const double delta = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
         if (ml2) ml2[c] = (float)(m * size * size);
         const float r_open = (float)(size / theta + delta);  // squared in float32, as the CPU
         cell_mac[c] = make_float4((float)out.cx, (float)out.cy, (float)out.cz,

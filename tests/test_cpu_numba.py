@@ -22,7 +22,7 @@ from galaxyview.model.state import ParticleState
 
 STRUCTURE = ("keys", "order", "pos", "mass", "level", "body_begin", "body_count", "child_begin",
              "child_count", "parent", "level_begin", "group_begin", "group_count")
-MOMENTS = ("center", "size", "cell_mass", "com", "quad", "delta")
+MOMENTS = ("center", "size", "cell_mass", "com", "quad", "delta", "extent")
 
 
 def clumpy(n=6000, seed=5):

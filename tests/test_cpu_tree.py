@@ -6,6 +6,7 @@ from galaxyview.engines.cpu import keys as mkeys
 from galaxyview.engines.cpu.direct import direct_forces
 from galaxyview.engines.cpu.tree import build_tree
 from galaxyview.engines.cpu.forces import tree_forces
+from galaxyview.engines.cpu.walk import interaction_lists
 from galaxyview.errors import EngineError, ParameterError
 from galaxyview.model.diagnostics import force_error_percentiles, relative_force_errors
 from galaxyview.model.ics.plummer import plummer_sphere
@@ -130,7 +131,10 @@ def test_multipoles_match_their_particles(built):
         assert np.allclose(t.com[cell], com, rtol=1e-6, atol=1e-6 * t.size[cell])
         scale = q[:3].sum() + 1e-6 * mass * t.size[cell] ** 2  # trace bounds every entry
         assert np.abs(t.quad[cell] - q).max() <= 1e-6 * scale
-        assert t.delta[cell] == pytest.approx(np.linalg.norm(com - t.center[cell]),
+        # the MAC's l and delta: the box of the cell's particles, not the key cell
+        lo, hi = x.min(axis=0), x.max(axis=0)
+        assert t.extent[cell] == (hi - lo).max() <= t.size[cell] * (1 + 1e-6)
+        assert t.delta[cell] == pytest.approx(np.linalg.norm(com - 0.5 * (lo + hi)),
                                               rel=1e-5, abs=1e-6 * t.size[cell])
     assert t.cell_mass.dtype == t.com.dtype == t.quad.dtype == np.float32
 
@@ -219,12 +223,18 @@ def test_quadrupole_terms_help(sphere16k):
 
 @pytest.mark.parametrize("eps", [0.05, 0.0])
 def test_small_theta_reproduces_direct_summation(eps):
-    """theta -> 0 opens every cell: pure pp, the self pair left out like direct summation."""
+    """theta -> 0 opens every cell but those whose particles sit at one point (l = delta = 0,
+    exact as a multipole): every pair once, the self pair left out like direct summation."""
     pos, mass = CASES["uniform777"]
     t = build_tree(pos, mass, N_LEAF, N_CRIT)
     acc, pot, pp, pc = tree_forces(t, 0.01, eps, G=2.0)
     acc_ref, pot_ref = direct_forces(t.pos, t.mass, eps, G=2.0)
-    assert pc == 0 and pp == t.n * t.n
+    lists = interaction_lists(t, 0.01)
+    assert np.all(t.extent[lists.pc_cell] == 0)
+    pairs = t.group_count[lists.pp_group] * t.body_count[lists.pp_cell]
+    points = t.group_count[lists.pc_group] * t.body_count[lists.pc_cell]
+    assert pp == pairs.sum() and pc == t.group_count[lists.pc_group].sum()
+    assert pairs.sum() + points.sum() == t.n * t.n
     assert force_error_percentiles(acc, acc_ref, (100,))[0] < 1e-5
     assert np.allclose(pot, pot_ref, rtol=1e-5, atol=0)
 

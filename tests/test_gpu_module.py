@@ -19,7 +19,7 @@ EXPECTED = {
     "bbox_partial": "PiPP", "bbox_final": "PiP", "make_keys": "PiPPP", "radix_hist": "PiiPi",
     "scan_excl": "PPiPPI", "radix_scatter": "PPPPiiPPi", "reorder": "PiPPPPPP",
     "tree_init": "iPPPPP", "build_level": "iiiPPPPPPPPPPPI", "make_groups": "iiiiPPPPPPPI",
-    "multipoles_level": "idPPPPPPPPPPPPPPiPP", "walk": "PPPPPPPPPPffi",
+    "multipoles_level": "idPPPPPPPPPPPPPPPP", "walk": "PPPPPPPPPPffi",
     "walk_ext": "PPPPPPPPPPffiPPffffi", "walk_roots": "PPPPPPPPPPffiiiii",
     "compact_active": "iPPiPPPPPI", "reorder_acc": "PiPP",
     "direct_forces": "PiffP",

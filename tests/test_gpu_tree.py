@@ -60,7 +60,7 @@ def check_tree(eng, state):
     assert (np.abs(g["com"] - c.com).max(axis=1) <= 1e-5 * scale).all()
     q_scale = c.quad[:, :3].sum(axis=1) + c.cell_mass * c.size ** 2
     assert (np.abs(g["quad"] - c.quad).max(axis=1) <= 1e-5 * q_scale).all()
-    ropen = (c.size / eng.params.theta + c.delta).astype(np.float32)
+    ropen = (c.extent / eng.params.theta + c.delta).astype(np.float32)
     np.testing.assert_allclose(g["r_open2"], ropen * ropen, rtol=1e-6)
     check_groups(g, eng)
 

@@ -143,7 +143,7 @@ def test_acceleration_mac_error_falls_with_alpha_and_every_accepted_cell_is_outs
     g, c = lists.pc_group, lists.pc_cell
     d = np.maximum(np.maximum(box_lo[g] - tree.com[c], tree.com[c] - box_hi[g]), 0)
     d2 = (d.astype(np.float64) ** 2).sum(1)
-    assert np.all(np.sqrt(d2) > tree.size[c] + tree.delta[c] - 1e-5)
+    assert np.all(np.sqrt(d2) > tree.extent[c] + tree.delta[c] - 1e-5)
     assert np.all(d2 ** 2 >= amac.ml2[c] * amac.ginv[g].astype(np.float64) * (1 - 1e-5))
 
 

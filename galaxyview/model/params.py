@@ -33,7 +33,9 @@ class Params:
       criterion for the Hermite integrators; sqrt(2 eta eps / |a|) for the hierarchical leapfrog)
     block_levels: deepest level of block time steps: the smallest step is dt / 2^block_levels
       (dt is then the largest step and the interval at which all particles are synchronised)
-    mac: the tree's multipole acceptance criterion: "bonsai" (geometric, d > l/theta + delta) or
+    mac: the tree's multipole acceptance criterion: "bonsai" (Bonsai's d > l/theta + delta: l the
+      longest side of the box of the cell's particles, delta from its centre to the centre of
+      mass, d from the group's box to the centre of mass) or
       "acceleration" (GADGET's relative one: G M l^2 / d^4 <= alpha |a_old|, and d > l + delta)
     alpha: tolerance of the acceleration MAC, 0 < alpha <= 1 (smaller is more accurate)
     integrator, boundary, collision: the physics modules by name (engines.modules lists them;

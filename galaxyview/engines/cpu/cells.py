@@ -20,7 +20,9 @@ class Tree:
     for the root), all int64; center (C, 3) and size (C,) float64 (geometric, from the key
     prefix); level_begin[l]: first cell of level l (level_begin[-1] = number of cells).
     Multipoles (float64 sums stored as float32): cell_mass, com (C, 3), quad (C, 6) second
-    moments about the centre of mass in the order xx, yy, zz, xy, xz, yz; delta = |com - center|.
+    moments about the centre of mass in the order xx, yy, zz, xy, xz, yz. The MAC's l and delta
+    (as Bonsai's): extent (C,) float64, the longest side of the box of the cell's particles, and
+    delta = |com - the centre of that box|.
     Groups: group_begin, group_count (contiguous runs of sorted particles, <= n_crit).
     """
 
@@ -45,6 +47,7 @@ class Tree:
     com: np.ndarray = None
     quad: np.ndarray = None
     delta: np.ndarray = None
+    extent: np.ndarray = None
     group_begin: np.ndarray = None
     group_count: np.ndarray = None
     n_crit: int = 0

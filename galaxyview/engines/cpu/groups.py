@@ -58,10 +58,17 @@ def _merge_siblings(begin, count, parent, n_crit):
 
 
 def group_boxes(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
-    """Bounding box (lo (G, 3), hi (G, 3), float32) of each group's particles."""
-    cuts = tree.group_begin
-    return (np.minimum.reduceat(tree.pos, cuts, axis=0),
-            np.maximum.reduceat(tree.pos, cuts, axis=0))
+    """Bounding box (lo (G, 3), hi (G, 3), float32) of each group's particles (groups that
+    skip particles, as groups_with's, reduce their own alone)."""
+    begin, end = tree.group_begin, tree.group_begin + tree.group_count
+    pos = tree.pos
+    if len(begin) and (begin[0] != 0 or end[-1] != len(pos) or np.any(end[:-1] != begin[1:])):
+        pos = np.concatenate([pos, pos[-1:]])  # so that an end may be len(tree.pos)
+        cuts = np.ravel(np.c_[begin, end])
+        return (np.minimum.reduceat(pos, cuts, axis=0)[0::2],
+                np.maximum.reduceat(pos, cuts, axis=0)[0::2])
+    return (np.minimum.reduceat(pos, begin, axis=0),
+            np.maximum.reduceat(pos, begin, axis=0))
 
 
 def groups_with(tree: Tree, mask_sorted: np.ndarray) -> Tree:

@@ -2,7 +2,9 @@
 
 Leaves sum their particles (relative to the cell centre, so nothing cancels); parents combine
 their children with the parallel-axis theorem, one level at a time. Q = sum m (x-c)_i (x-c)_j
-with c the centre of mass, not traceless, stored as xx, yy, zz, xy, xz, yz.
+with c the centre of mass, not traceless, stored as xx, yy, zz, xy, xz, yz. The box of each
+cell's particles gives the MAC its l (the box's longest side) and delta (from the centre of
+mass to the box's centre), as Bonsai's: a cell whose particles fill a corner of it opens late.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def _finish(mass, first, second, center):
 
 
 def compute_multipoles(tree: Tree) -> None:
-    """Fill tree.cell_mass, com, quad (float32) and delta (float64)."""
+    """Fill tree.cell_mass, com, quad (float32), extent and delta (float64)."""
     n_cells = tree.n_cells
     mass = np.zeros(n_cells)
     com = np.zeros((n_cells, 3))
@@ -40,6 +42,9 @@ def compute_multipoles(tree: Tree) -> None:
     m = tree.mass.astype(np.float64)
     rel = tree.pos - tree.center[np.repeat(leaves, tree.body_count[leaves])]
     cuts = tree.body_begin[leaves]
+    box_lo, box_hi = np.empty((n_cells, 3)), np.empty((n_cells, 3))  # the particles' boxes
+    box_lo[leaves] = np.minimum.reduceat(tree.pos, cuts, axis=0)
+    box_hi[leaves] = np.maximum.reduceat(tree.pos, cuts, axis=0)
     mass[leaves] = np.add.reduceat(m, cuts)
     first = np.add.reduceat(m[:, None] * rel, cuts, axis=0)
     second = np.add.reduceat(m[:, None] * _outer6(rel, rel), cuts, axis=0)
@@ -56,6 +61,8 @@ def compute_multipoles(tree: Tree) -> None:
         cuts = tree.child_begin[cells] - tree.level_begin[lev + 1]
         d = com[kids] - np.repeat(tree.center[cells], tree.child_count[cells], axis=0)
         mk = mass[kids]
+        box_lo[cells] = np.minimum.reduceat(box_lo[kids], cuts, axis=0)
+        box_hi[cells] = np.maximum.reduceat(box_hi[kids], cuts, axis=0)
         mass[cells] = np.add.reduceat(mk, cuts)
         first = np.add.reduceat(mk[:, None] * d, cuts, axis=0)
         second = np.add.reduceat(quad[kids] + mk[:, None] * _outer6(d, d), cuts, axis=0)
@@ -64,4 +71,5 @@ def compute_multipoles(tree: Tree) -> None:
     tree.cell_mass = mass.astype(np.float32)
     tree.com = com.astype(np.float32)
     tree.quad = quad.astype(np.float32)
-    tree.delta = np.sqrt(((com - tree.center) ** 2).sum(axis=1))
+    tree.extent = (box_hi - box_lo).max(axis=1)
+    tree.delta = np.sqrt(((com - 0.5 * (box_lo + box_hi)) ** 2).sum(axis=1))

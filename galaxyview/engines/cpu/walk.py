@@ -2,7 +2,9 @@
 
 The walk keeps a list of (group, cell) pairs, starting from (every group, root), one tree level
 per pass. A cell is accepted (particle-cell interaction) when d > l/theta + delta, d being the
-distance from the group's bounding box to the cell's centre of mass (0 inside the box); an
+distance from the group's bounding box to the cell's centre of mass (0 inside the box), l the
+longest side of the box of the cell's particles and delta the distance from that box's centre
+to the centre of mass (engines/cpu/multipoles.py); an
 opened leaf gives particle-particle interactions with its particles; an opened internal cell
 is replaced by its children.
 
@@ -44,7 +46,7 @@ class AccelerationMAC:
         amin = np.minimum.reduceat(a, tree.group_begin)
         with np.errstate(divide="ignore"):
             ginv = (G / (alpha * amin)).astype(np.float32)
-        ml2 = (tree.cell_mass.astype(np.float64) * tree.size * tree.size).astype(np.float32)
+        ml2 = (tree.cell_mass.astype(np.float64) * tree.extent * tree.extent).astype(np.float32)
         return cls(ml2, ginv)
 
 
@@ -62,7 +64,7 @@ class Walker:
         self.amac = amac
         if amac is not None:
             theta = 1.0  # the relative MAC's geometric part: d > l + delta
-        ropen = (tree.size / theta + tree.delta).astype(np.float32)
+        ropen = (tree.extent / theta + tree.delta).astype(np.float32)
         self.cell = np.concatenate([tree.com, (ropen * ropen)[:, None]], axis=1)  # com, ropen^2
         self.kids = tree.child_count.astype(np.int32)
         self.first_kid = tree.child_begin.astype(np.int32)

@@ -143,11 +143,14 @@ def _groups(begin, count, parent, child_count, n_crit):
 
 @kernel()
 def _moments(pos, mass, begin, count, child_begin, child_count, center):
-    """Mass, centre of mass and second moments about it (float64), deepest cells first."""
+    """Mass, centre of mass and second moments about it (float64), deepest cells first; the
+    MAC's delta and extent from the box of each cell's particles (engines.cpu.multipoles)."""
     n = begin.size
     m = np.zeros(n)
     com = np.zeros((n, 3))
     quad = np.zeros((n, 6))
+    lo = np.empty((n, 3))
+    hi = np.empty((n, 3))
     first = np.empty(3)
     second = np.empty(6)
     d = np.empty(3)
@@ -155,11 +158,16 @@ def _moments(pos, mass, begin, count, child_begin, child_count, center):
         mc = 0.0
         first[:] = 0.0
         second[:] = 0.0
+        lo[c, :] = np.inf
+        hi[c, :] = -np.inf
         if child_count[c] == 0:
             for i in range(begin[c], begin[c] + count[c]):
                 mi = np.float64(mass[i])
                 for k in range(3):
-                    d[k] = np.float64(pos[i, k]) - center[c, k]
+                    x = np.float64(pos[i, k])
+                    lo[c, k] = min(lo[c, k], x)
+                    hi[c, k] = max(hi[c, k], x)
+                    d[k] = x - center[c, k]
                 mc += mi
                 for k in range(3):
                     first[k] += mi * d[k]
@@ -173,6 +181,8 @@ def _moments(pos, mass, begin, count, child_begin, child_count, center):
             for j in range(child_begin[c], child_begin[c] + child_count[c]):
                 mj = m[j]
                 for k in range(3):
+                    lo[c, k] = min(lo[c, k], lo[j, k])
+                    hi[c, k] = max(hi[c, k], hi[j, k])
                     d[k] = com[j, k] - center[c, k]
                 mc += mj
                 for k in range(3):
@@ -194,8 +204,16 @@ def _moments(pos, mass, begin, count, child_begin, child_count, center):
         quad[c, 3] = second[3] - first[0] * d[1]
         quad[c, 4] = second[4] - first[0] * d[2]
         quad[c, 5] = second[5] - first[1] * d[2]
-    delta = np.sqrt(((com - center) ** 2).sum(axis=1))
-    return m, com, quad, delta
+    extent = np.empty(n)
+    delta = np.empty(n)
+    for c in range(n):
+        e, s2 = 0.0, 0.0
+        for k in range(3):
+            e = max(e, hi[c, k] - lo[c, k])
+            dk = com[c, k] - 0.5 * (lo[c, k] + hi[c, k])
+            s2 += dk * dk
+        extent[c], delta[c] = e, np.sqrt(s2)
+    return m, com, quad, delta, extent
 
 
 @kernel()
@@ -285,13 +303,14 @@ def build_cells(sorted_: dict, n_leaf: int = 16, n_crit: int = 64) -> Tree:
 
 
 def compute_multipoles(tree: Tree) -> None:
-    """The multipoles phase: cell_mass, com, quad (float32) and delta (float64)."""
-    m, com, quad, delta = _moments(tree.pos, tree.mass, tree.body_begin, tree.body_count,
+    """The multipoles phase: cell_mass, com, quad (float32), extent and delta (float64)."""
+    m, com, quad, delta, extent = _moments(tree.pos, tree.mass, tree.body_begin, tree.body_count,
                                    tree.child_begin, tree.child_count, tree.center)
     tree.cell_mass = m.astype(np.float32)
     tree.com = com.astype(np.float32)
     tree.quad = quad.astype(np.float32)
     tree.delta = delta
+    tree.extent = extent
 
 
 def build_tree(pos: np.ndarray, mass: np.ndarray, n_leaf: int = 16, n_crit: int = 64) -> Tree:

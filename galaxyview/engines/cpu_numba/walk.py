@@ -233,7 +233,7 @@ def walk_records(tree: Tree, theta: float) -> tuple[np.ndarray, np.ndarray]:
     """The cells' walk records, 32 bytes each, (C, 8) int32: centre of mass and r_open^2 as
     float32 bits, then child_begin, child_count, body_begin, body_count; and their moments
     (C, 8) float32: mass, second moments (xx yy zz xy xz yz), trQ/2."""
-    ropen = (tree.size / theta + tree.delta).astype(np.float32)
+    ropen = (tree.extent / theta + tree.delta).astype(np.float32)
     node = np.empty((len(ropen), 8), np.int32)
     nodef = node.view(np.float32)
     nodef[:, 0:3], nodef[:, 3] = tree.com, ropen * ropen

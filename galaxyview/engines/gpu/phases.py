@@ -4,12 +4,13 @@ keys_sort: bounding cube, keys, 8 radix passes of 8 bits (histogram, scan, stabl
 reorder of pos4/vel4/id into the idle particle set, which becomes current.
 build: root, one launch per level (split + link with a look-back scan), groups (runs of the
 sorted order, split where loose).
-multipoles: one launch per level, deepest first (float64, stored as float32 for the walk).
+multipoles: one launch per level, deepest first (float64, stored as float32 for the walk), with
+each cell's particle box for the MAC's l and delta.
 walk: the persistent group-wise tree walk.
 
 Forces on an active subset (engines/system.py DeviceActive) either rebuild the tree or refit
-it (keys_sort and build skipped: the cells of the last build get new moments, and opening
-radii from their particles' bounding boxes, which bound where the particles have moved); then the active particles are compacted
+it (keys_sort and build skipped: the cells of the last build get new moments and boxes of
+their particles, which bound where they have moved); then the active particles are compacted
 in the sorted order and cut into groups of their own, which alone walk (walk_ext). The
 relative MAC (params.mac = "acceleration", once every particle has an acceleration) carries
 the accelerations through the sort and walks with walk_ext.
@@ -64,14 +65,14 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
         ev[3].record()
     # -- multipoles
     theta = 1.0 if amac else float(eng.params.theta)  # the relative MAC's part d > l + delta
-    box = b.per_cell("cell_box", 24) if refit else 0
+    box = b.per_cell("cell_box", 24)  # the particles' box a cell (the MAC's l and delta)
     ml2 = b.per_cell("cell_ml2", 4) if amac else 0
     mom = b.moments_ptr(1 - eng._cur)
     for lev in range(MAX_LEVEL, -1, -1):
         k.launch("multipoles_level", persistent, T256, lev, theta, p("lb"), p("begin"),
                  p("count"), p("child"), p("nchild"), keys, npos, p("frame"), mom,
                  p("cell_mac"), p("cell_q0"), p("cell_q1"), p("cell_link"), p("status"),
-                 int(refit), box, ml2)
+                 box, ml2)
     eng._before_walk(ev)
     if ev:
         ev[4].record()

@@ -7,7 +7,7 @@ so it is sent as a multipole without children; an opened leaf is sent with its p
 opened internal cell with its children. The cells keep the tree's breadth-first order (the
 children of a sent cell stay contiguous), as one table of float32 rows (68 bytes a cell, the
 link columns int32 bits: `links`), the particles as float32 x y z m (16 bytes): what the trees
-hold, so nothing is rounded but the CPU trees' float64 size and delta (the MARGIN covers it).
+hold, so nothing is rounded but the CPU trees' float64 extent and delta (the MARGIN covers it).
 kernels/parallel_let.cu builds the same rows on the device (let_device.py).
 
 Import: a LET becomes an extra tree of the local walk (`extra_tree`): the LET's particles
@@ -23,7 +23,7 @@ from galaxyview.engines.cpu.cells import Tree, ranges
 
 MARGIN = 1 + 1e-5  # accept against a box only with this margin (float32 rounding of the walk)
 # columns of a LET cell row
-_COM, _MASS, _QUAD, _SIZE, _DELTA, _KID0, _KIDS, _BODY0, _BODIES, _ROPEN2 = \
+_COM, _MASS, _QUAD, _EXTENT, _DELTA, _KID0, _KIDS, _BODY0, _BODIES, _ROPEN2 = \
     0, 3, 4, 10, 11, 12, 13, 14, 15, 16
 CELL_WIDTH = 17
 PARTICLE_WIDTH = 4  # x y z m
@@ -49,7 +49,7 @@ def domain_box(pos32: np.ndarray) -> np.ndarray:
 def opening_radii2(tree: Tree, theta: float) -> np.ndarray:
     """The walk's squared opening radii (l/theta + delta)^2 in float32, as both walks square
     them."""
-    ropen = (tree.size / theta + tree.delta).astype(np.float32)
+    ropen = (tree.extent / theta + tree.delta).astype(np.float32)
     return ropen * ropen
 
 
@@ -104,11 +104,11 @@ def export(tree: Tree, r_open2: np.ndarray, box: np.ndarray, pp_leaf: int = 0):
     rows[:, _COM:_COM + 3] = tree.com[cells]
     rows[:, _MASS] = tree.cell_mass[cells]
     rows[:, _QUAD:_QUAD + 6] = tree.quad[cells]
-    if tree.size is not None:  # the CPU walks' opening radii come from these
-        rows[:, _SIZE] = tree.size[cells]
+    if tree.extent is not None:  # the CPU walks' opening radii come from these
+        rows[:, _EXTENT] = tree.extent[cells]
         rows[:, _DELTA] = tree.delta[cells]
     else:  # a GPU tree brings its r_open^2 only
-        rows[:, _SIZE:_DELTA + 1] = 0
+        rows[:, _EXTENT:_DELTA + 1] = 0
     rows[:, LINKS].view(np.int32)[:] = np.c_[
         np.where(kids > 0, np.searchsorted(cells, tree.child_begin[cells]), 0), kids, body0,
         bodies]
@@ -135,7 +135,7 @@ def extra_tree(local: Tree, cells: np.ndarray, particles: np.ndarray) -> Tree:
         body_begin=body0, body_count=bodies, child_begin=kid0, child_count=kids,
         parent=np.full(n_cells, -1, np.int64), level_begin=np.array([0, n_cells], np.int64),
         center=cells[:, _COM:_COM + 3].astype(np.float64),
-        size=cells[:, _SIZE].astype(np.float64),
+        size=cells[:, _EXTENT].astype(np.float64), extent=cells[:, _EXTENT].astype(np.float64),
         cell_mass=cells[:, _MASS].astype(np.float32),
         com=cells[:, _COM:_COM + 3].astype(np.float32),
         quad=cells[:, _QUAD:_QUAD + 6].astype(np.float32),
