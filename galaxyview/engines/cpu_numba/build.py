@@ -304,8 +304,9 @@ def build_cells(sorted_: dict, n_leaf: int = 16, n_crit: int = 64) -> Tree:
 
 def compute_multipoles(tree: Tree) -> None:
     """The multipoles phase: cell_mass, com, quad (float32), extent and delta (float64)."""
-    m, com, quad, delta, extent = _moments(tree.pos, tree.mass, tree.body_begin, tree.body_count,
-                                   tree.child_begin, tree.child_count, tree.center)
+    m, com, quad, delta, extent = _moments(tree.pos, tree.mass, tree.body_begin,
+                                           tree.body_count, tree.child_begin,
+                                           tree.child_count, tree.center)
     tree.cell_mass = m.astype(np.float32)
     tree.com = com.astype(np.float32)
     tree.quad = quad.astype(np.float32)
