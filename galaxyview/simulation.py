@@ -15,6 +15,7 @@ import numpy as np
 
 from galaxyview.engines import create_engine, module_kind, modules, resolve_backend
 from galaxyview.engines.base import Energies, Engine
+from galaxyview.engines.cpu.threads import count as cpu_threads
 from galaxyview.engines.playback import PlaybackEngine
 from galaxyview.errors import EngineError, ParameterError, SceneError, SnapshotError
 from galaxyview.model.params import Params
@@ -274,7 +275,7 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
         elif state is None and engine.distributed:  # each process makes its share
             engine.load_made(maker)
         else:
-            state = maker.whole() if state is None else state
+            state = maker.whole(cpu_threads()) if state is None else state
             engine.load(state)
         sample = state if state is not None else engine.sample_state(INITIAL_SAMPLE)[1]
     except BaseException:

@@ -1,11 +1,13 @@
 """Initial conditions made in parts (model/ics/parts.py): any split gives the same
 particles, and the whole is the model (a Plummer sphere, a scene's galaxies) as its build
 draws it."""
+import os
+
 import numpy as np
 import pytest
 
 from galaxyview.model import ics
-from galaxyview.model.ics.parts import CHUNK, centred, moments
+from galaxyview.model.ics.parts import CHUNK, MIN_WORKERS, WORKERS_FROM, centred, moments
 from galaxyview.model.ics.plummer import HENON_SCALE, PlummerConfig, PlummerParts
 from galaxyview.model.ics.plummer import maker as plummer_maker
 from galaxyview.model.scene import load_scene
@@ -111,3 +113,35 @@ def test_a_plummer_scene_made_in_parts_keeps_its_place():
     total = moments(state)
     assert total[1:4] / total[0] == pytest.approx([1.0, -2.0, 3.0], abs=1e-5)
     assert total[4:7] / total[0] == pytest.approx([0.5, 0.0, -0.25], abs=1e-5)
+
+
+def test_worker_processes_make_the_same_part():
+    """A part of several chunks made by spawned workers (runs cut at chunk multiples, a
+    galaxy's blocks cut across) is the part made here, bit for bit."""
+    maker = load_scene("mw-andromeda").maker(2_600_000)
+    start, count = 123_457, 2_300_000
+    here, there = maker.part(start, count), maker.part(start, count, workers=MIN_WORKERS)
+    for name in ("pos", "vel", "mass", "component", "galaxy", "radius"):
+        np.testing.assert_array_equal(getattr(there, name), getattr(here, name), err_msg=name)
+    assert there.meta == here.meta
+    assert count >= WORKERS_FROM  # (else the workers would not be asked)
+
+
+class FailingParts(PlummerParts):
+    """Fails in the worker processes (a part of one process's size)."""
+
+    def part(self, start, count, workers=1):
+        if workers == 1:
+            raise MemoryError("no room for the particles")
+        return super().part(start, count, workers)
+
+
+def test_a_failing_worker_is_reported(monkeypatch):
+    from pathlib import Path
+
+    from galaxyview.errors import GalaxyviewError
+
+    here = str(Path(__file__).parent)  # so that a worker finds FailingParts
+    monkeypatch.setenv("PYTHONPATH", here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with pytest.raises(GalaxyviewError, match=r"failed .*MemoryError: no room.*THREADS"):
+        FailingParts(WORKERS_FROM, 1).part(0, WORKERS_FROM, workers=MIN_WORKERS)

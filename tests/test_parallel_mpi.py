@@ -202,6 +202,7 @@ def test_the_rest_of_the_engine_interface_over_three_processes():
     assert got["restart_pos_equal"] and got["restart_steps"] == 3
     assert got["restart_energy_diff"] < 1e-5
     assert got["sample_err"] < 2e-3
+    assert got["workers_equal"]  # a part made by workers that rank 0 spawned
     # a model made in parts where it runs: the one-process model's particles and forces
     assert got["made_pos_diff"] < 1e-6 and got["made_mass_equal"]
     assert 0 < got["made_force_err"] < 2e-3

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from galaxyview.bench.reference import bonsai_ratios, step_medians, walk_tflops
 from galaxyview.engines import create_engine
+from galaxyview.engines.cpu.threads import count as cpu_threads
 from galaxyview.model.ics.plummer import PlummerParts
 from galaxyview.model.params import Params
 
@@ -44,7 +45,7 @@ def bench_one(backend: str, n: int, theta: float, steps: int = 5, warmup: int = 
         # made where it runs (each process its share) where the model is made in parts
         maker = PlummerParts(n, seed) if scene is None else scene.maker(n)
         if maker is not None:
-            engine.load_made(maker)
+            engine.load_made(maker, cpu_threads())
         else:
             engine.load(scene.build(n))
         figures: dict = {}

@@ -151,11 +151,12 @@ class Engine(abc.ABC):
     def load(self, state: ParticleState) -> None:
         """Take a copy of `state` and compute its accelerations (so step() can kick at once)."""
 
-    def load_made(self, maker) -> None:
+    def load_made(self, maker, workers: int = 1) -> None:
         """Load the particles of a model made in parts (model/ics/parts.py PartMaker):
-        a distributed engine makes each process's share where it runs; one process makes
-        them all (`maker.whole()`)."""
-        self.load(maker.whole())
+        a distributed engine makes each process's share where it runs (each in its share of
+        the host's CPUs); one process makes them all (`maker.whole`, in up to `workers`
+        worker processes)."""
+        self.load(maker.whole(workers))
 
     @abc.abstractmethod
     def state(self) -> ParticleState:

@@ -45,6 +45,10 @@ try:
     again.close()
     acc, ref = par.sample_forces(np.arange(0, 2000, 50))
     out["sample_err"] = rel(acc, ref)
+    big = PlummerParts(2_300_000, seed=5)  # worker processes spawned from an MPI process
+    a, b = big.part(100, 2_200_000), big.part(100, 2_200_000, workers=4)
+    out["workers_equal"] = bool(np.array_equal(a.pos, b.pos) and np.array_equal(a.vel, b.vel))
+    del a, b
     maker = PlummerParts(3000, seed=11)  # made by every process, its share
     made = ParallelEngine("reference", params, comm=comm)
     made.load_made(maker)

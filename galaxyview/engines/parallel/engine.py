@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from galaxyview.engines.base import PHASES as BASE_PHASES, Energies, Engine, StepStats
+from galaxyview.engines.cpu import threads
 from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.engines.parallel.mpi import Comm, local_rank_from_env
 from galaxyview.engines.parallel.rank import AFTER_ANOTHER, PHASES, CPURank
@@ -70,7 +71,7 @@ def _load_made(key, comm, data, maker):
     """This rank's share of maker's particles, made here, centred by the sums of all."""
     cuts = np.linspace(0, maker.n, comm.size + 1).astype(np.int64)
     a, b = int(cuts[comm.rank]), int(cuts[comm.rank + 1])
-    part = maker.part(a, b - a)
+    part = maker.part(a, b - a, threads.count())  # (the CLI gives a rank its share of CPUs)
     total = comm.allreduce(moments(part), "sum", "the centre of mass")
     _engines[key].load_part(maker.finish(part, total), np.arange(a, b, dtype=np.int64))
     return _costs(_engines[key])
@@ -225,8 +226,9 @@ class ParallelEngine(Engine):
         self._collect_stats(answers)
         self.steps_done = 0
 
-    def load_made(self, maker) -> None:
-        """Every rank makes its share of the particles (nothing travels but the command)."""
+    def load_made(self, maker, workers: int = 1) -> None:
+        """Every rank makes its share of the particles (nothing travels but the command), in
+        as many worker processes as its CPU threads (`workers` is rank 0's alone)."""
         if maker.n < 64 * self.comm.size:
             raise EngineError(f"{maker.n} particles are too few for {self.comm.size} "
                               f"processes; use at least {64 * self.comm.size} or fewer "
