@@ -26,6 +26,20 @@ from galaxyview.snapshots import Snapshot, archive, open_source, params_of
 INITIAL_SAMPLE = 1 << 18  # particles of an initial state made in parts kept on this host
 
 
+def save_kind(path) -> str:
+    """"archive" (.h5, .hdf5: a galaxyview snapshot) or "tipsy" (.tipsy, .std, .bin) for
+    `Simulation.save`; SnapshotError for any other name (checked before a run, not after)."""
+    from galaxyview.model.tipsy import SUFFIXES
+
+    suffix = Path(path).suffix.lower()
+    if suffix in archive.SUFFIXES:
+        return "archive"
+    if suffix in SUFFIXES:
+        return "tipsy"
+    raise SnapshotError(f"{path}: give a name ending in {', '.join(archive.SUFFIXES)} (a "
+                        f"galaxyview snapshot) or {', '.join(SUFFIXES)} (Tipsy)")
+
+
 @dataclass
 class Simulation:
     """A loaded engine and where its state came from. A context manager (closes the engine).
@@ -160,18 +174,14 @@ class Simulation:
         """The current state: a galaxyview snapshot (.h5, .hdf5: exact, restartable bit for
         bit) or Tipsy (.tipsy, .std, .bin, with its companion files)."""
         path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix in archive.SUFFIXES:
+        if save_kind(path) == "archive":
             return archive.save_exact(path, self.engine.exact_state(), self.run_info(),
                                       overwrite)
-        from galaxyview.model.tipsy import SUFFIXES, save_state
+        from galaxyview.model.tipsy import save_state
 
-        if suffix in SUFFIXES:
-            _, pot = self.engine.accelerations()
-            return save_state(path, self.engine.state(), self.engine.params, pot,
-                              units=self.units, overwrite=overwrite)
-        raise SnapshotError(f"{path}: give a name ending in {', '.join(archive.SUFFIXES)} (a "
-                            f"galaxyview snapshot) or {', '.join(SUFFIXES)} (Tipsy)")
+        _, pot = self.engine.accelerations()
+        return save_state(path, self.engine.state(), self.engine.params, pot,
+                          units=self.units, overwrite=overwrite)
 
     def run_info(self) -> archive.RunInfo:
         toml = None

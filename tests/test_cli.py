@@ -96,6 +96,19 @@ def test_run_out_refuses_a_missing_folder_before_work(capsys, tmp_path):
     assert code == 2 and "does not exist" in err
 
 
+def test_run_out_refuses_a_name_it_cannot_save_before_work(capsys, monkeypatch, tmp_path):
+    import galaxyview.simulation
+
+    def opened(*args, **kwargs):
+        raise AssertionError("the scene was opened before --out was checked")
+
+    monkeypatch.setattr(galaxyview.simulation, "open_simulation", opened)
+    code, _, err = run_cli(capsys, "run", "plummer", "--backend", "cpu",
+                           "--out", str(tmp_path / "final.txt"))
+    assert code == 2 and "give a name ending in .h5" in err and "Tipsy" in err
+    assert not (tmp_path / "final.txt").exists()
+
+
 def test_gpu_backend_without_gpu_says_why(capsys, monkeypatch):
     import galaxyview.engines as engines
 

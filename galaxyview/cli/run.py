@@ -62,8 +62,10 @@ def check_out(out: str | None, overwrite: bool) -> bool:
     if out is None:
         return overwrite
     from galaxyview.model.tipsy import companion_paths
+    from galaxyview.simulation import save_kind
     from galaxyview.snapshots.archive import SUFFIXES
 
+    save_kind(out)  # a name save() takes
     path = Path(out)
     companions = [] if path.suffix.lower() in SUFFIXES else companion_paths(path)
     overwrite = _ask_overwrite([path, *companions], overwrite)
