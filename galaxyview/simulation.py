@@ -243,7 +243,7 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
                     eps: float | None = None, gravity: str | None = None, device: int = 0,
                     integrator: str | None = None, boundary: str | None = None,
                     collision: str | None = None, index: int | None = None,
-                    playback: bool | None = None) -> Simulation:
+                    playback: bool | None = None, progress=None) -> Simulation:
     """Load `source` (a scene name, a .toml file, a snapshot or archive), pick the engine
     and load it.
 
@@ -253,6 +253,7 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
     (no simulation) unless `playback=False` or an `index` is given: then its snapshot `index`
     (default the last) is the start. integrator, boundary, collision: physics modules by name.
     A distributed engine makes a scene's particles in parts where they live (Simulation.maker).
+    progress(k, n): k more of a scene's n particles made here (one process).
     """
     kind, why = resolve_backend(backend, device)
     scene, snap = open_source(source, n, index)
@@ -285,7 +286,9 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
         elif state is None and engine.distributed:  # each process makes its share
             engine.load_made(maker)
         else:
-            state = maker.whole(cpu_threads()) if state is None else state
+            if state is None:
+                made = (lambda k: progress(k, maker.n)) if progress else None
+                state = maker.whole(cpu_threads(), made)
             engine.load(state)
         sample = state if state is not None else engine.sample_state(INITIAL_SAMPLE)[1]
     except BaseException:

@@ -109,6 +109,33 @@ def test_run_out_refuses_a_name_it_cannot_save_before_work(capsys, monkeypatch, 
     assert not (tmp_path / "final.txt").exists()
 
 
+def test_open_simulation_reports_the_particles_made(monkeypatch):
+    import io
+    import sys
+
+    from galaxyview.cli.output import making_bar
+    from galaxyview.simulation import open_simulation
+
+    got = []
+    sim = open_simulation("plummer", "reference", 1_100_000,
+                          progress=lambda k, n: got.append((k, n)))
+    assert sum(k for k, _ in got) == sim.engine.n == 1_100_000 and {n for _, n in got} == {
+        1_100_000}
+    sim.engine.close()
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for least, shown in ((1 << 20, True), (1 << 21, False)):  # small scenes: no bar
+        monkeypatch.setattr(sys, "stderr", Terminal())
+        with making_bar(least) as update:
+            for k, n in got:
+                update(k, n)
+        text = sys.stderr.getvalue()
+        assert ("making the particles" in text and "1.10M/1.10M" in text) == shown, text
+
+
 def test_gpu_backend_without_gpu_says_why(capsys, monkeypatch):
     import galaxyview.engines as engines
 

@@ -127,6 +127,14 @@ def test_worker_processes_make_the_same_part():
     assert count >= WORKERS_FROM  # (else the workers would not be asked)
 
 
+@pytest.mark.parametrize("workers", [1, MIN_WORKERS])
+def test_progress_counts_every_particle_once(workers):
+    maker = load_scene("mw-andromeda").maker(2_600_000)
+    made = []
+    part = maker.part(5, 2_500_000, workers, progress=made.append)
+    assert sum(made) == part.n == 2_500_000 and len(made) > 1 and min(made) > 0
+
+
 class FailingParts(PlummerParts):
     """Fails in the worker processes (a part of one process's size)."""
 

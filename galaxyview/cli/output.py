@@ -46,3 +46,26 @@ def progress_bar(total: int, desc: str, unit: str = "step"):
         yield bar.update
     finally:
         bar.close()
+
+
+@contextmanager
+def making_bar(least: int = 1 << 20):
+    """progress(k, n) for open_simulation: a bar of the particles made, opened at the first
+    call where n >= least (smaller scenes are made at once)."""
+    bars = []
+
+    def update(k: int, n: int) -> None:
+        if n < least:
+            return
+        if not bars:
+            bars.append(tqdm(total=n, desc="making the particles", unit="particle",
+                             unit_scale=True, file=sys.stderr, dynamic_ncols=True,
+                             disable=None))
+        bars[0].update(k)
+
+    try:
+        yield update
+    finally:
+        for bar in bars:
+            bar.close()
+

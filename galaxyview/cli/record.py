@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from galaxyview.cli import common
-from galaxyview.cli.output import say
+from galaxyview.cli.output import making_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.movie.encoder import PRESETS, MovieError, check_size
 from galaxyview.movie.recorder import CAMERAS
@@ -118,8 +118,9 @@ def run_record(args) -> int:
                              crf=options.crf, preset=options.preset)
         from galaxyview.simulation import open_simulation
 
-        sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
-                              **common.engine_options(args))
+        with making_bar() as made:
+            sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt,
+                                  args.eps, progress=made, **common.engine_options(args))
         if sim.engine.frame_count is not None:  # an archive: its snapshots, one a frame
             stored = 1 + (sim.engine.frame_count - 1) // args.steps_per_frame
             frames = options.frames = args.frames or (

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from galaxyview.cli import common
-from galaxyview.cli.output import print_json, progress_bar, say
+from galaxyview.cli.output import making_bar, print_json, progress_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path
 
@@ -91,8 +91,10 @@ def cmd_run(args) -> int:
         check_output_path(args.archive, archive_overwrite)
     elif any(v is not None for v in (args.every, args.every_time, args.every_wall)):
         raise GalaxyviewError("--every, --every-time and --every-wall need --archive FILE.h5")
-    sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
-                          index=args.index, playback=False, **common.engine_options(args))
+    with making_bar() as made:
+        sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt,
+                              args.eps, index=args.index, playback=False, progress=made,
+                              **common.engine_options(args))
     checkpoints = None
     try:
         if args.archive:

@@ -55,13 +55,15 @@ class PartMaker:
     def blocks(self) -> list[Block]:
         raise NotImplementedError
 
-    def part(self, start: int, count: int, workers: int = 1) -> ParticleState:
+    def part(self, start: int, count: int, workers: int = 1,
+             progress: Callable[[int], None] | None = None) -> ParticleState:
         """Particles [start, start + count) of the n, not centred; made by up to `workers`
-        processes when they are at least MIN_WORKERS and the particles WORKERS_FROM."""
+        processes when they are at least MIN_WORKERS and the particles WORKERS_FROM.
+        progress(k): k more particles made."""
         if not 0 <= start <= start + count <= self.n:
             raise ValueError(f"particles [{start}, {start + count}) are not in [0, {self.n})")
         if workers >= MIN_WORKERS and count >= WORKERS_FROM:
-            return self._by_workers(start, count, workers)
+            return self._by_workers(start, count, workers, progress)
         pieces, at, end = [], 0, start + count
         for block in self.blocks():
             a, b = max(start - at, 0), min(end - at, block.size)  # this block's share
@@ -70,6 +72,8 @@ class PartMaker:
                 piece = block.draw(size, np.random.default_rng([self.seed, *block.key, c]))
                 lo, hi = max(a - c * CHUNK, 0), min(b - c * CHUNK, size)
                 pieces.append(piece if (lo, hi) == (0, size) else piece.take(slice(lo, hi)))
+                if progress:
+                    progress(hi - lo)
             at += block.size
         if at != self.n:
             raise ValueError(f"the model's blocks hold {at} particles, not {self.n}")
@@ -77,7 +81,7 @@ class PartMaker:
         state.meta = dict(self.meta)
         return state
 
-    def _by_workers(self, start: int, count: int, workers: int) -> ParticleState:
+    def _by_workers(self, start: int, count: int, workers: int, progress) -> ParticleState:
         """The part made by up to `workers` processes, one run of about count / workers
         particles each (cut at multiples of CHUNK, so that few chunks are drawn twice). The
         workers are fresh interpreters that import this module alone (the caller may be an
@@ -91,7 +95,7 @@ class PartMaker:
         runs = [(int(a), int(b - a)) for a, b in zip(edges[:-1], edges[1:])]
         arrays = {name: np.empty((count, width) if width > 1 else count, dtype)
                   for name, dtype, width in FIELDS}
-        _run_workers(self, runs, start, arrays)
+        _run_workers(self, runs, start, arrays, progress)
         return ParticleState(**arrays, meta=dict(self.meta))
 
     def finish(self, state: ParticleState, total: np.ndarray) -> ParticleState:
@@ -99,9 +103,10 @@ class PartMaker:
         mass at rest (a model placed elsewhere moves it there after)."""
         return centred(state, total)
 
-    def whole(self, workers: int = 1) -> ParticleState:
-        """All n particles, finished (made by up to `workers` processes)."""
-        state = self.part(0, self.n, workers)
+    def whole(self, workers: int = 1, progress: Callable[[int], None] | None = None
+              ) -> ParticleState:
+        """All n particles, finished (made by up to `workers` processes; `part`'s progress)."""
+        state = self.part(0, self.n, workers, progress)
         return self.finish(state, moments(state))
 
 
@@ -120,9 +125,10 @@ def centred(state: ParticleState, total: np.ndarray) -> ParticleState:
     return state
 
 
-def _run_workers(maker: PartMaker, runs: list, start: int, arrays: dict) -> None:
+def _run_workers(maker: PartMaker, runs: list, start: int, arrays: dict, progress=None) -> None:
     """maker.part of each (first, count) in `runs`, each in a worker process of its own,
-    into `arrays` (FIELDS of the part that begins at particle `start`)."""
+    into `arrays` (FIELDS of the part that begins at particle `start`); progress(count) as
+    each run arrives."""
     root = str(Path(__file__).resolve().parents[3])  # where `galaxyview` imports from
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p))
@@ -145,6 +151,8 @@ def _run_workers(maker: PartMaker, runs: list, start: int, arrays: dict) -> None
                     f"a worker making particles [{first}, {first + n}) failed (exit "
                     f"{proc.returncode}): {why[-1] if why else 'no message'}; with too "
                     f"little memory, give fewer threads (GALAXYVIEW_THREADS)")
+            if progress:
+                progress(n)
     finally:
         for proc in procs:
             if proc.poll() is None:
