@@ -321,3 +321,23 @@ def test_hud_says_which_engine_runs_and_why(window):
     window.hud.show_info(window.hud_info())
     assert window.sim.why == "CPU engine (asked for)"
     assert "CPU engine (asked for) · host upload" in window.hud.text()
+
+
+def test_status_line_while_a_large_scene_is_made(window, monkeypatch):
+    """open_source hands open_simulation a progress callback that writes the status line."""
+    import galaxyview.simulation
+
+    real, seen = galaxyview.simulation.open_simulation, []
+
+    def opening(*args, progress=None, **kwargs):
+        for k in (1 << 20, 1 << 20, 100_000):  # as PartMaker.part reports a 2.2M scene
+            progress(k, 2_197_152)
+            seen.append(window.statusBar().currentMessage())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(galaxyview.simulation, "open_simulation", opening)
+    window.open_source("plummer", N)
+    assert seen == ["making the particles: 1.0M of 2.2M", "making the particles: 2.1M of 2.2M",
+                    "making the particles: 2.2M of 2.2M"]
+    window._making(500, N)  # a small scene: no status line for it
+    assert window.statusBar().currentMessage() == seen[-1]

@@ -6,7 +6,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PyQt6.QtCore import QSignalBlocker, Qt
+from PyQt6.QtCore import QCoreApplication, QEventLoop, QSignalBlocker, Qt
 from PyQt6.QtWidgets import QFileDialog
 
 from galaxyview.app.hud import modules_line
@@ -17,6 +17,7 @@ from galaxyview.model.scene import Scene
 OPEN_FILTER = ("Scenes, snapshots and archives (*.toml *.h5 *.hdf5 *.tipsy *.std *.bin *.dat);;"
                "All files (*)")
 PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε", "eta": "η"}
+MAKING_SHOWN = 1 << 20  # scenes of this many particles or more show their making
 
 
 @dataclass
@@ -54,9 +55,11 @@ class SceneActions:
         from galaxyview.simulation import open_simulation
 
         o = self.options
+        self._made = 0  # particles made so far (_making)
         try:
             sim = open_simulation(source if isinstance(source, Scene) else str(source),
-                                  o.backend, n, o.theta, o.dt, o.eps, o.gravity, **o.engine)
+                                  o.backend, n, o.theta, o.dt, o.eps, o.gravity, **o.engine,
+                                  progress=self._making)
         except MemoryError:
             raise GalaxyviewError(f"{source}: not enough memory for this many particles; "
                                   "choose a smaller particle count") from None
@@ -79,6 +82,16 @@ class SceneActions:
         self.panel.steps_per_frame.setValue(o.steps_per_frame or self._paced_steps(sim))
         self._show_sim()
         self._show_ring()
+
+    def _making(self, k: int, n: int) -> None:
+        """open_simulation's progress: a status line while a scene of MAKING_SHOWN or more
+        particles is made (the window repaints; user input waits)."""
+        if n < MAKING_SHOWN:
+            return
+        self._made += k
+        self.statusBar().showMessage(f"making the particles: {self._made / 1e6:.1f}M of "
+                                     f"{n / 1e6:.1f}M", 4000)
+        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
 
     @staticmethod
     def _paced_steps(sim) -> int:
