@@ -24,6 +24,7 @@ from galaxyview.model.units import UnitSystem
 from galaxyview.snapshots import Snapshot, archive, open_source, params_of
 
 INITIAL_SAMPLE = 1 << 18  # particles of an initial state made in parts kept on this host
+PROGRESS_FROM = 1 << 20  # scenes of this many particles or more show their making (CLI, window)
 
 
 def save_kind(path) -> str:
@@ -287,8 +288,8 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
             engine.load_made(maker)
         else:
             if state is None:
-                made = (lambda k: progress(k, maker.n)) if progress else None
-                state = maker.whole(cpu_threads(), made)
+                report = (lambda k: progress(k, maker.n)) if progress else None
+                state = maker.whole(cpu_threads(), report)
             engine.load(state)
         sample = state if state is not None else engine.sample_state(INITIAL_SAMPLE)[1]
     except BaseException:

@@ -17,7 +17,6 @@ from galaxyview.model.scene import Scene
 OPEN_FILTER = ("Scenes, snapshots and archives (*.toml *.h5 *.hdf5 *.tipsy *.std *.bin *.dat);;"
                "All files (*)")
 PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε", "eta": "η"}
-MAKING_SHOWN = 1 << 20  # scenes of this many particles or more show their making
 
 
 @dataclass
@@ -84,9 +83,11 @@ class SceneActions:
         self._show_ring()
 
     def _making(self, k: int, n: int) -> None:
-        """open_simulation's progress: a status line while a scene of MAKING_SHOWN or more
+        """open_simulation's progress: a status line while a scene of PROGRESS_FROM or more
         particles is made (the window repaints; user input waits)."""
-        if n < MAKING_SHOWN:
+        from galaxyview.simulation import PROGRESS_FROM
+
+        if n < PROGRESS_FROM:
             return
         self._made += k
         self.statusBar().showMessage(f"making the particles: {self._made / 1e6:.1f}M of "

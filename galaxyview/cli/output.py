@@ -40,27 +40,32 @@ def say(text: str) -> None:
 
 @contextmanager
 def progress_bar(total: int, desc: str, unit: str = "step"):
-    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
-               disable=None)  # None: off when stderr is not a terminal
+    bar = _bar(total, desc, unit)
     try:
         yield bar.update
     finally:
         bar.close()
 
 
+def _bar(total: int, desc: str, unit: str, **options) -> tqdm:
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
+                disable=None, **options)  # None: off when stderr is not a terminal
+
+
 @contextmanager
-def making_bar(least: int = 1 << 20):
+def making_bar(least: int | None = None):
     """progress(k, n) for open_simulation: a bar of the particles made, opened at the first
-    call where n >= least (smaller scenes are made at once)."""
+    call where n >= least (default simulation.PROGRESS_FROM; smaller scenes are made at
+    once)."""
+    if least is None:
+        from galaxyview.simulation import PROGRESS_FROM as least
     bars = []
 
     def update(k: int, n: int) -> None:
         if n < least:
             return
         if not bars:
-            bars.append(tqdm(total=n, desc="making the particles", unit="particle",
-                             unit_scale=True, file=sys.stderr, dynamic_ncols=True,
-                             disable=None))
+            bars.append(_bar(n, "making the particles", "particle", unit_scale=True))
         bars[0].update(k)
 
     try:
@@ -68,4 +73,3 @@ def making_bar(least: int = 1 << 20):
     finally:
         for bar in bars:
             bar.close()
-

@@ -63,11 +63,9 @@ def check_out(out: str | None, overwrite: bool) -> bool:
         return overwrite
     from galaxyview.model.tipsy import companion_paths
     from galaxyview.simulation import save_kind
-    from galaxyview.snapshots.archive import SUFFIXES
 
-    save_kind(out)  # a name save() takes
     path = Path(out)
-    companions = [] if path.suffix.lower() in SUFFIXES else companion_paths(path)
+    companions = companion_paths(path) if save_kind(out) == "tipsy" else []
     overwrite = _ask_overwrite([path, *companions], overwrite)
     for aux in companions:
         check_output_path(aux, overwrite)

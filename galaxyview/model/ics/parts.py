@@ -89,9 +89,8 @@ class PartMaker:
         sends its rows' raw bytes, read straight into the part's arrays."""
         end = start + count
         pieces = min(workers, count // CHUNK)
-        inner = np.round(np.linspace(start, end, pieces + 1)[1:-1] / CHUNK).astype(np.int64)
-        edges = np.unique(np.r_[start, inner[(inner * CHUNK > start) & (inner * CHUNK < end)]
-                                * CHUNK, end])
+        cuts = np.round(np.linspace(start, end, pieces + 1)[1:-1] / CHUNK).astype(np.int64) * CHUNK
+        edges = np.unique(np.r_[start, cuts[(cuts > start) & (cuts < end)], end])
         runs = [(int(a), int(b - a)) for a, b in zip(edges[:-1], edges[1:])]
         arrays = {name: np.empty((count, width) if width > 1 else count, dtype)
                   for name, dtype, width in FIELDS}
