@@ -56,10 +56,20 @@ def test_gpu_movie(gpu_sim, tmp_path):
     assert min(np.abs(a.astype(int) - b).sum() for a, b in zip(frames, frames[1:])) > 0
 
 
+def same_frames(a, b) -> bool:
+    """The splat sums light with float atomics in no fixed order, so a pixel may now and then
+    round to the neighbouring byte; a step racing the draw would move whole galaxies."""
+    diff = np.abs(a.astype(int) - b)
+    return diff.max() <= 1 and (diff > 0).mean() < 1e-4
+
+
 def test_gpu_frames_repeat_and_overlap_changes_nothing(gpu_sim):
-    first = raw_frames(gpu_sim, steps_per_frame=3, camera="orbit")
-    again = raw_frames(gpu_sim, steps_per_frame=3, camera="orbit")
-    serial = raw_frames(gpu_sim, steps_per_frame=3, camera="orbit", overlap=False)
-    assert not np.array_equal(first[0], first[-1])
+    runs = []
+    for overlap in (True, True, False):
+        frames = raw_frames(gpu_sim, steps_per_frame=3, camera="orbit", overlap=overlap)
+        runs.append((frames, gpu_sim.state().pos))
+    (first, end), (again, end_again), (serial, end_serial) = runs
+    assert np.array_equal(end, end_again) and np.array_equal(end, end_serial)
+    assert not same_frames(first[0], first[-1])
     for a, b, c in zip(first, again, serial):
-        assert np.array_equal(a, b) and np.array_equal(a, c)
+        assert same_frames(a, b) and same_frames(a, c)
