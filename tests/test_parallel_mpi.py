@@ -80,6 +80,9 @@ def test_k_processes_give_the_one_process_forces_and_orbits(tmp_path, single, k)
         imbalance, spread, waited = got["balance"]
         assert spread == pytest.approx(share.max() / share.mean())
         assert 1.0 <= imbalance < k and 0.0 <= waited < 1e5
+        # the LET walks' share of the p-p interactions (the particles by the faces)
+        pp, let_pp = got["let_pp"]
+        assert 0 < let_pp < pp
 
 
 def test_the_compiled_engine_over_two_processes(tmp_path, single):

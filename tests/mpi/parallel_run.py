@@ -29,6 +29,9 @@ try:
     balance = [engine.stats.figures.get(k, -1.0) for k in
                ("imbalance", "particles_spread", "mpi_wait")]
     rank_particles = [r.get("particles", -1.0) for r in engine.rank_ms]
+    # the last step's p-p of all walks, and of the LET walks (a rank's figure is a particle's)
+    let_pp = [engine.stats.pp, sum(r.get("let_pp", -1.0) * r.get("particles", 0.0)
+                                   for r in engine.rank_ms)]
     let_in = [engine.stats.figures.get(k, -1.0) for k in
               ("let_peer_copy", "let_upload", "let_particles_in")]  # the last step's LETs
     e1 = engine.energies()
@@ -41,7 +44,7 @@ try:
                   "integrate")],
              counts=[len(a) for a in [engine.rank_ms]], moved=moved,
              device_path=device_path, balance=balance, rank_particles=rank_particles, let_in=let_in,
-             interactions=interactions)
+             interactions=interactions, let_pp=let_pp)
     engine.close()
 finally:
     stop_serving(comm)

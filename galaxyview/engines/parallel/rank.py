@@ -240,7 +240,7 @@ class CPURank(RankMixin):
         if failed:
             raise failed[0]
         t3 = perf_counter()
-        own = self._own_pair(tree)
+        own, local = self._own_pair(tree), (pp, pc)
         for r in range(comm.size):
             cells = got["cells"][r]
             if r == comm.rank or len(cells) == 0:
@@ -251,8 +251,10 @@ class CPURank(RankMixin):
             pot += p[-tree.n:] - own
             pp, pc = pp + pp_r, pc + pc_r
         t4 = perf_counter()
+        n = max(tree.n, 1)
         ms.update(let_build=1e3 * (t1 - t0), local_walk=1e3 * (t2 - t1),
-                  let_comm=1e3 * (t3 - t2), let_walk=1e3 * (t4 - t3))
+                  let_comm=1e3 * (t3 - t2), let_walk=1e3 * (t4 - t3),
+                  let_pp=(pp - local[0]) / n, let_pc=(pc - local[1]) / n)
         self.cost = (pp + pc) / max(tree.n, 1)
         return acc, pot, pp, pc
 
