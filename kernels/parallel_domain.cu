@@ -26,15 +26,25 @@ __device__ __forceinline__ unsigned long long hilbert_key(unsigned x0, unsigned 
     return (spread3(x0 ^ t) << 2) | (spread3(x1 ^ t) << 1) | spread3(x2 ^ t);
 }
 
-// owner[i]: the number of splitters <= the key (decompose.owners); flag[i] = owner != rank
+// owner[i]: the number of splitters <= the key (decompose.owners); flag[i] = owner != rank.
+// With vel (else null), the key of where the leapfrog's kick and drift of dt take the particle:
+// the migration sends it to the domain it will be in at the step's force evaluation.
 extern "C" __global__ void domain_flags(const float4* __restrict__ pos, int n, float lx,
                                         float ly, float lz, float scale,
                                         const unsigned long long* __restrict__ cuts, int ncuts,
                                         int rank, int* __restrict__ flag, int* __restrict__ owner,
-                                        unsigned long long* __restrict__ keys)
+                                        unsigned long long* __restrict__ keys,
+                                        const float4* __restrict__ vel,
+                                        const float4* __restrict__ acc, float hdt, float dt)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const float4 p = pos[i];
+        float4 p = pos[i];
+        if (vel) {  // where kick_drift (integrator_leapfrog.cu) takes it, in its arithmetic
+            float4 v = vel[i];
+            const float4 a = acc[i];
+            v.x += a.x * hdt; v.y += a.y * hdt; v.z += a.z * hdt;
+            p.x += v.x * dt; p.y += v.y * dt; p.z += v.z * dt;
+        }
         const unsigned long long key = hilbert_key(grid_coord(p.x, lx, scale),
                                                    grid_coord(p.y, ly, scale),
                                                    grid_coord(p.z, lz, scale));

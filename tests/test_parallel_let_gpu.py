@@ -352,6 +352,44 @@ def _migrate(eng, cube, cuts, back):
     return left, n_new
 
 
+def test_the_leavers_are_those_the_drift_takes_out():
+    """With the step's dt, domain_flags keys each particle where kick_drift will put it: the
+    migration sends it to the domain it is in at the force evaluation."""
+    from galaxyview.engines.parallel import decompose
+    from galaxyview.engines.cpu import keys as mkeys
+
+    eng = _engine(100_000, 0.75, 5)
+    try:
+        n, dt = eng._n, 1 / 16
+        b = eng.buf
+        with eng.activate():
+            pos, vel = b.set_ptrs(eng._cur)
+            host = eng._download(pos, np.float32, 4 * n).reshape(-1, 4)[:, :3]
+            cube = mkeys.cube(host.min(axis=0) - 1, host.max(axis=0) + 1)
+            cuts = np.quantile(decompose.particle_keys(host, cube), [0.25, 0.5, 0.75])
+            cuts = cuts.astype(np.uint64)
+            b._alloc("t_cuts", 8 * len(cuts))
+            eng._cuda.memcpy_htod(b.ptr("t_cuts"), cuts)
+            got = {}
+            for name, drift in (("ahead", (vel, b.ptr("acc"), 0.5 * dt, dt)),
+                                ("now", (0, 0, 0.0, 0.0))):
+                flag, owner, out = (b.per_particle(f"t_{name}_{s}", w) for s, w in
+                                    (("flag", 4), ("owner", 4), ("keys", 8)))
+                eng.kernels.launch("domain_flags", (eng._grid(), 1, 1), (256, 1, 1), pos, n,
+                                   *(float(v) for v in cube[0]), float(cube[2]),
+                                   b.ptr("t_cuts"), len(cuts), 1, flag, owner, out, *drift)
+                got[name] = eng._download(owner, np.int32, n)
+            eng.kernels.launch("kick_drift", (eng._grid(), 1, 1), (256, 1, 1), pos, vel,
+                               b.ptr("acc"), n, np.float32(0.5 * dt), np.float32(dt))
+            after = eng._download(pos, np.float32, 4 * n).reshape(-1, 4)[:, :3]
+        owners = decompose.owners(decompose.particle_keys(after, cube), cuts)
+        assert np.array_equal(got["ahead"], owners)  # bit for bit where the drift took them
+        changed = np.sum(got["now"] != owners)  # particles that crossed a face in the drift
+        assert 0.001 * n < changed < 0.1 * n
+    finally:
+        eng.close()
+
+
 def test_device_keys_owners_and_the_leavers_round_trip():
     """domain_flags gives decompose's Hilbert keys and owners (a cube that clips some
     particles), and so does the splitters' strided sample; the outbox holds the leavers'
@@ -383,7 +421,7 @@ def test_device_keys_owners_and_the_leavers_round_trip():
             eng._cuda.memcpy_htod(b.ptr("t_cuts"), cuts)
             eng.kernels.launch("domain_flags", (eng._grid(), 1, 1), (256, 1, 1), pos, n,
                                *(float(v) for v in cube[0]), float(cube[2]), b.ptr("t_cuts"),
-                               len(cuts), 1, flag, owner, out)
+                               len(cuts), 1, flag, owner, out, 0, 0, 0.0, 0.0)
             assert np.array_equal(eng._download(out, np.uint64, n), keys)
             want = decompose.owners(keys, cuts)
             assert np.array_equal(eng._download(owner, np.int32, n), want)

@@ -1,6 +1,7 @@
 """Run under mpirun by tests/test_parallel_gpu.py: the density colouring made by the ranks
 (engine.colour_values) against model/density.py's key_density of the whole gathered state in
-the decomposition's cube, after steps that move particles out of their domains.
+the decomposition's cube, after steps (and the strays out of the domains, none since the
+migration sends each particle where the step's drift takes it).
 
 argv: backend n scene steps (scene: plummer, or a scene name made in parts). One JSON line.
 """

@@ -30,6 +30,7 @@ try:
                ("imbalance", "particles_spread", "mpi_wait")]
     rank_particles = [r.get("particles", -1.0) for r in engine.rank_ms]
     # the last step's p-p of all walks, and of the LET walks (a rank's figure is a particle's)
+    outside = [r.get("outside", -1.0) for r in engine.rank_ms]  # CPU ranks: 0 each
     let_pp = [engine.stats.pp, sum(r.get("let_pp", -1.0) * r.get("particles", 0.0)
                                    for r in engine.rank_ms)]
     let_in = [engine.stats.figures.get(k, -1.0) for k in
@@ -44,7 +45,7 @@ try:
                   "integrate")],
              counts=[len(a) for a in [engine.rank_ms]], moved=moved,
              device_path=device_path, balance=balance, rank_particles=rank_particles, let_in=let_in,
-             interactions=interactions, let_pp=let_pp)
+             interactions=interactions, let_pp=let_pp, outside=outside)
     engine.close()
 finally:
     stop_serving(comm)

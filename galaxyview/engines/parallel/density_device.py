@@ -96,7 +96,7 @@ class DeviceDensity:
         grid = (r._grid(), 1, 1)
         k.launch("domain_flags", grid, T, pos, n, float(lo[0]), float(lo[1]), float(lo[2]),
                  float(scale), p("density_cuts"), len(r.cuts), r.comm.rank, p("density_flag"),
-                 p("density_owner"), p("density_keys1"))
+                 p("density_owner"), p("density_keys1"), 0, 0, 0.0, 0.0)
         cap = max(STRAYS_MIN, b._sizes.get("density_strays", 0) // 16)
         while True:
             b.room("density_strays", 16 * cap)

@@ -18,8 +18,9 @@ while the LETs are exchanged (the head start), then the others walk the tree and
 together (walk_roots), and the head start's groups the forest alone (added by
 let_add_groups). One agreement on errors follows the walk. When the tree outgrew its arrays
 (rebuilt) or the export its output, the LETs follow the walk instead of running beside it.
-At each step's start the particles that left their domain move to its owner (migrate.py:
-device to device on one host); every REBALANCE_EVERY steps (GALAXYVIEW_REBALANCE_EVERY) the
+At each step's start the particles that the step's kick and drift will take out of their
+domain move to the domain they will be in (migrate.py: device to device on one host), so
+that the force evaluation finds the domains apart; every REBALANCE_EVERY steps (GALAXYVIEW_REBALANCE_EVERY) the
 splitters are made anew from a sample of the particles. The particles' global ids, radii,
 components and galaxies live on the device with them ('meta', loaded order); the rank's host
 arrays of them are mirrors, read back when asked for after the device moved particles.
@@ -236,8 +237,9 @@ class GPURank(RankMixin, GPUEngine):
     def _domains(self, decompose_anew: bool) -> None:
         """Collective, at a step's start: new splitters when `decompose_anew` (from a sample
         of the particles along the curve: its median point centres the cube, its keys weighed
-        by this rank's cost give the cuts); then every particle that is not in its domain
-        moves there (migrate.py)."""
+        by this rank's cost give the cuts); then every particle that the step's kick and
+        drift will take out of its domain moves to the domain it will be in (migrate.py), so
+        that the force evaluation finds the domains apart."""
         if self._alone():
             return
         t0 = perf_counter()
@@ -256,7 +258,7 @@ class GPURank(RankMixin, GPUEngine):
                          decompose_keys=1e3 * (tc - tb),
                          decompose_cuts=1e3 * (perf_counter() - tc))
         t1 = perf_counter()
-        moved = self._migration.run(self.cube, self.cuts)
+        moved = self._migration.run(self.cube, self.cuts, self.params.dt)
         if self.comm.allreduce([self._n == 0], "max", "the domain sizes")[0]:
             raise EngineError("a domain lost all its particles; use fewer processes")
         self.parallel_ms.update(decompose=1e3 * (t1 - t0), exchange=1e3 * (perf_counter() - t1),

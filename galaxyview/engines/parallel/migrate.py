@@ -81,10 +81,10 @@ class Migration:
         """Close the other ranks' outboxes (within the engine's context)."""
         self._outboxes.close()
 
-    def run(self, cube, cuts: np.ndarray) -> dict:
-        """Collective: every particle to the owner of its key. Returns what moved here and
-        the ms of the parts: the device split, the counts' exchange with the inbox's filling,
-        the arrivals' placing."""
+    def run(self, cube, cuts: np.ndarray, dt: float = 0.0) -> dict:
+        """Collective: every particle to the owner of its key (with dt: of where the step's
+        kick and drift will take it). Returns what moved here and the ms of the parts: the
+        device split, the counts' exchange with the inbox's filling, the arrivals' placing."""
         eng, comm = self.eng, self.eng.comm
         t0 = perf_counter()
         if self.path is None:
@@ -94,7 +94,7 @@ class Migration:
             self.path = eng.peer_path()
         with eng.activate():
             eng._meta_to_device()
-            left, counts = self._split(cube, cuts)
+            left, counts = self._split(cube, cuts, dt)
         t1 = perf_counter()
         table = comm.allgather(np.r_[left, self._outboxes.gen, self.cap, counts],
                                "the leavers' counts")
@@ -115,9 +115,10 @@ class Migration:
                     moved_append=1e3 * (perf_counter() - t2))
 
     # -- this rank's leavers ---------------------------------------------------------------
-    def _split(self, cube, cuts):
+    def _split(self, cube, cuts, dt: float = 0.0):
         """The leavers' rows into the outbox, the stayers compacted into the idle set: the
-        number of leavers and how many go to each rank."""
+        number of leavers and how many go to each rank. dt: the owners are those of where
+        the leapfrog's kick and drift of dt take the particles (0: where they are)."""
         eng, b, k = self.eng, self.eng.buf, self.eng.kernels
         n, cur, size = eng._n, eng._cur, eng.comm.size
         flag, owner, offs = (b.per_particle(f"mig_{s}", 4) for s in ("flag", "owner", "offs"))
@@ -134,8 +135,9 @@ class Migration:
         lo, _, scale = cube
         pos, vel = b.set_ptrs(cur)
         grid = (eng._grid(), 1, 1)
+        drift = (vel, b.ptr("acc"), 0.5 * dt, dt) if dt else (0, 0, 0.0, 0.0)
         k.launch("domain_flags", grid, T, pos, n, *(float(v) for v in lo), float(scale),
-                 b.ptr("mig_cuts"), len(cuts), eng.comm.rank, flag, owner, 0)
+                 b.ptr("mig_cuts"), len(cuts), eng.comm.rank, flag, owner, 0, *drift)
         eng._cuda.memset_d32(ctl, n, 1)
         scan(k, flag, ctl, offs, ctl + 4, b.ptr("mig_sums"), self._blocks())
         if not self.cap:

@@ -3,7 +3,9 @@ its domain, with the decomposition at the start of every step and the LETs in th
 
 A step: new splitters from a key sample weighted by the last step's interactions per
 particle, the particle exchange (each particle's pos, vel, acc, pot, mass, radius, id,
-component, galaxy travel together), then the integrator's step on the local particles. Each
+component, galaxy travel together), then the integrator's step on the local particles. The
+keys are those of where the leapfrog's kick and drift take the particles, so the step's force
+evaluation finds every particle in its domain (`outside`, counted, is 0). Each
 force evaluation: the local tree (keys in the rank's own cube), the domain boxes exchanged,
 a LET exported for every other domain, sent on a host thread while the local tree is walked,
 the imported LETs walked as extra trees. The finiteness checks are collective, so every rank
@@ -38,6 +40,14 @@ def pack(pos, vel, acc, pot, mass, radius, component, galaxy, dtype=np.float64) 
                           (RADIUS, radius), (COMPONENT, component), (GALAXY, galaxy)):
         rows[:, where] = values
     return rows
+
+
+def drifted(rows: np.ndarray, dt: float) -> np.ndarray:
+    """The rows' positions after the leapfrog's first kick and drift of dt, in its arithmetic
+    (v + a dt/2, then x + v dt: integrators/leapfrog_cpu.py); their positions for dt = 0."""
+    if not dt:
+        return rows[:, POS]
+    return rows[:, POS] + dt * (rows[:, VEL] + 0.5 * dt * rows[:, ACC])
 
 
 def rows_state(rows: np.ndarray, time: float, meta: dict) -> ParticleState:
@@ -143,11 +153,12 @@ class RankMixin:
             raise EngineError(f"{AFTER_ANOTHER}: {what} failed there (its message comes "
                               "first)")
 
-    def _redistribute(self, rows: np.ndarray, ids: np.ndarray):
+    def _redistribute(self, rows: np.ndarray, ids: np.ndarray, dt: float = 0.0):
         """The new splitters from the key sample, then the exchange: (rows, ids) now here,
-        sorted by id."""
+        sorted by id. With dt, of where the step's kick and drift will take the particles,
+        so that its force evaluation finds the domains apart."""
         t0 = perf_counter()
-        pos32 = rows[:, POS].astype(np.float32)
+        pos32 = drifted(rows, dt).astype(np.float32)
         cube = decompose.global_cube(self.comm, pos32)
         keys = decompose.particle_keys(pos32, cube)
         cuts = decompose.splitters(self.comm, keys, self.cost)
@@ -191,15 +202,17 @@ class CPURank(RankMixin):
         s, loaded = self.system, self._loaded
         rows = pack(s.pos, s.vel, s.acc, s.pot, s.mass, s.radius, loaded.component,
                     loaded.galaxy)
-        rows, self.ids = self._redistribute(rows, self.ids)
+        rows, self.ids = self._redistribute(rows, self.ids, self.params.dt)
         s.pos, s.vel, s.acc = rows[:, POS].copy(), rows[:, VEL].copy(), rows[:, ACC].copy()
         s.pot, s.mass = rows[:, POT].copy(), rows[:, MASS].copy()
         s.radius, s.jerk = rows[:, RADIUS].copy(), None
         self._loaded = rows_state(rows, self._time, loaded.meta)
         super()._step()
         ms = self.parallel_ms
+        keys = decompose.particle_keys(s.pos.astype(np.float32), self.cube)
         ms.update(work=ms["local_walk"] + ms["let_walk"], particles=float(len(s.pos)),
-                  mpi_wait=self.comm.waited())
+                  mpi_wait=self.comm.waited(),
+                  outside=float(np.sum(decompose.owners(keys, self.cuts) != self.comm.rank)))
 
     # -- collective checks -------------------------------------------------------------------
     def _check(self, a: np.ndarray, what: str) -> None:
