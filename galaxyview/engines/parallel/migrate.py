@@ -6,7 +6,7 @@ are, every rank's domain reaches further into the others' each step, and so do t
 the first five evaluations). So every step, as Bonsai does, only the leavers move: those
 that the step's kick and drift will take out of the domain, to the domain they will be in
 when the forces are evaluated (moved when they had left, a layer of each domain lay across
-its faces at the force evaluation: 4 domains made 10% more interactions). On the device
+its faces at the force evaluation: 4 domains made 14% more interactions). On the device
 (kernels/parallel_domain.cu): each particle's Hilbert key in the decomposition's cube (of
 its drifted position) and its owner among the splitters, the stayers compacted in order into the idle set, the
 leavers' rows (pos, vel, acc and their meta: global id, radius, component, galaxy) in an
