@@ -8,8 +8,8 @@ that the step's kick and drift will take out of the domain, to the domain they w
 when the forces are evaluated (moved when they had left, a layer of each domain lay across
 its faces at the force evaluation: 4 domains made 14% more interactions). On the device
 (kernels/parallel_domain.cu): each particle's Hilbert key in the decomposition's cube (of
-its drifted position) and its owner among the splitters, the stayers compacted in order into the idle set, the
-leavers' rows (pos, vel, acc and their meta: global id, radius, component, galaxy) in an
+its drifted position) and its owner among the splitters, the stayers compacted in order
+into the idle set, the leavers' rows (pos, vel, acc and their meta: global id, radius, component, galaxy) in an
 outbox. The ranks exchange only their counts; then each fills its inbox with the rows of the
 others' outboxes: device to device through CUDA IPC where every rank is on one host with
 peer access (the "device" path, peers.py), through the host and MPI otherwise ("host";
