@@ -9,8 +9,8 @@ when the forces are evaluated (moved when they had left, a layer of each domain 
 its faces at the force evaluation: 4 domains made 14% more interactions). On the device
 (kernels/parallel_domain.cu): each particle's Hilbert key in the decomposition's cube (of
 its drifted position) and its owner among the splitters, the stayers compacted in order
-into the idle set, the leavers' rows (pos, vel, acc and their meta: global id, radius, component, galaxy) in an
-outbox. The ranks exchange only their counts; then each fills its inbox with the rows of the
+into the idle set, the leavers' rows (pos, vel, acc and their meta: global id, radius,
+component, galaxy) in an outbox. The ranks exchange only their counts; then each fills its inbox with the rows of the
 others' outboxes: device to device through CUDA IPC where every rank is on one host with
 peer access (the "device" path, peers.py), through the host and MPI otherwise ("host";
 GALAXYVIEW_PEERS=auto|device|host). The arrivals take the loaded-order slots the leavers
