@@ -6,9 +6,10 @@ The domains are stretches of the Peano-Hilbert curve in that cube, and each cell
 is a stretch of the curve too, so of the cells a domain holds at a level only the first and
 the last can hold another domain's particles. Each rank sends the count and mass of its two
 end cells at every level (one allgather) and adds the others' to its own (`key_density`'s
-`ends`). The particles out of their stretch (the strays: none after a step, as the
-migration follows the step's drift) go, key and mass, to the rank whose stretch holds
-them, which finds their density with its own and sends it back. GPU ranks do the same on the device (density_device.py).
+`ends`). The particles out of their stretch (the strays: none after a step, as the migration
+follows the step's drift) go, key and mass, to the rank whose stretch holds them, which finds
+their density with its own and sends it back. GPU ranks do the same on the device
+(density_device.py).
 """
 from __future__ import annotations
 

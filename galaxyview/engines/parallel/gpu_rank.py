@@ -18,12 +18,13 @@ while the LETs are exchanged (the head start), then the others walk the tree and
 together (walk_roots), and the head start's groups the forest alone (added by
 let_add_groups). One agreement on errors follows the walk. When the tree outgrew its arrays
 (rebuilt) or the export its output, the LETs follow the walk instead of running beside it.
-At each step's start the particles that the step's kick and drift will take out of their
-domain move to the domain they will be in (migrate.py: device to device on one host), so
-that the force evaluation finds the domains apart; every REBALANCE_EVERY steps
-(GALAXYVIEW_REBALANCE_EVERY) the splitters are made anew from a sample of the particles. The particles' global ids, radii,
-components and galaxies live on the device with them ('meta', loaded order); the rank's host
-arrays of them are mirrors, read back when asked for after the device moved particles.
+At each step's start the particles that the step's kick and drift will take out of their domain
+move to the domain they will be in (migrate.py: device to device on one host), so that the
+force evaluation finds the domains apart; every REBALANCE_EVERY steps
+(GALAXYVIEW_REBALANCE_EVERY) the splitters are made anew from a sample of the particles. The
+particles' global ids, radii, components and galaxies live on the device with them ('meta',
+loaded order); the rank's host arrays of them are mirrors, read back when asked for after the
+device moved particles.
 """
 from __future__ import annotations
 

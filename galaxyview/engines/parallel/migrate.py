@@ -7,12 +7,12 @@ the first five evaluations). So every step, as Bonsai does, only the leavers mov
 that the step's kick and drift will take out of the domain, to the domain they will be in
 when the forces are evaluated (moved when they had left, a layer of each domain lay across
 its faces at the force evaluation: 4 domains made 14% more interactions). On the device
-(kernels/parallel_domain.cu): each particle's Hilbert key in the decomposition's cube (of
-its drifted position) and its owner among the splitters, the stayers compacted in order
-into the idle set, the leavers' rows (pos, vel, acc and their meta: global id, radius,
-component, galaxy) in an outbox. The ranks exchange only their counts; then each fills its inbox with the rows of the
-others' outboxes: device to device through CUDA IPC where every rank is on one host with
-peer access (the "device" path, peers.py), through the host and MPI otherwise ("host";
+(kernels/parallel_domain.cu): each particle's Hilbert key in the decomposition's cube (of its
+drifted position) and its owner among the splitters, the stayers compacted in order into the
+idle set, the leavers' rows (pos, vel, acc and their meta: global id, radius, component,
+galaxy) in an outbox. The ranks exchange only their counts; then each fills its inbox with the
+rows of the others' outboxes: device to device through CUDA IPC where every rank is on one host
+with peer access (the "device" path, peers.py), through the host and MPI otherwise ("host";
 GALAXYVIEW_PEERS=auto|device|host). The arrivals take the loaded-order slots the leavers
 freed (`slots`, the same on the device), so the device's ids stay a permutation of 0..n-1;
 the meta stays on the device (the rank's host arrays are read back when asked for).
