@@ -27,8 +27,9 @@ __device__ __forceinline__ unsigned long long hilbert_key(unsigned x0, unsigned 
 }
 
 // owner[i]: the number of splitters <= the key (decompose.owners); flag[i] = owner != rank.
-// With vel (else null), the key of where the leapfrog's kick and drift of dt take the particle:
-// the migration sends it to the domain it will be in at the step's force evaluation.
+// With vel (else null), the key of where the leapfrog's kick and drift of dt take the particle
+// (leapfrog_kick_drift of integrator_leapfrog.cu, compiled before this file in the engine's
+// module): the migration sends it to the domain it will be in at the step's force evaluation.
 extern "C" __global__ void domain_flags(const float4* __restrict__ pos, int n, float lx,
                                         float ly, float lz, float scale,
                                         const unsigned long long* __restrict__ cuts, int ncuts,
@@ -39,11 +40,9 @@ extern "C" __global__ void domain_flags(const float4* __restrict__ pos, int n, f
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float4 p = pos[i];
-        if (vel) {  // where kick_drift (integrator_leapfrog.cu) takes it, in its arithmetic
+        if (vel) {  // where kick_drift takes it (the parallel engine runs the leapfrog alone)
             float4 v = vel[i];
-            const float4 a = acc[i];
-            v.x += a.x * hdt; v.y += a.y * hdt; v.z += a.z * hdt;
-            p.x += v.x * dt; p.y += v.y * dt; p.z += v.z * dt;
+            leapfrog_kick_drift(p, v, acc[i], hdt, dt);
         }
         const unsigned long long key = hilbert_key(grid_coord(p.x, lx, scale),
                                                    grid_coord(p.y, ly, scale),

@@ -7,7 +7,8 @@ import sys
 
 import numpy as np
 
-from galaxyview.engines.parallel.engine import ParallelEngine, serve, stop_serving
+from galaxyview.engines.parallel.decompose import owners, particle_keys
+from galaxyview.engines.parallel.engine import ParallelEngine, _engines, serve, stop_serving
 from galaxyview.engines.parallel.mpi import Comm
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
@@ -30,7 +31,12 @@ try:
                ("imbalance", "particles_spread", "mpi_wait")]
     rank_particles = [r.get("particles", -1.0) for r in engine.rank_ms]
     # the last step's p-p of all walks, and of the LET walks (a rank's figure is a particle's)
-    outside = [r.get("outside", -1.0) for r in engine.rank_ms]  # CPU ranks: 0 each
+    # each rank's particles outside its domain after the steps (at the last force evaluation)
+    rank0 = _engines[engine._key]
+    outside = [int(np.sum(owners(particle_keys(part[1].astype(np.float32), rank0.cube),
+                                 rank0.cuts) != r))
+               for r, part in enumerate(engine._call("state", None, False))
+               if getattr(rank0, "cube", None) is not None]
     let_pp = [engine.stats.pp, sum(r.get("let_pp", -1.0) * r.get("particles", 0.0)
                                    for r in engine.rank_ms)]
     let_in = [engine.stats.figures.get(k, -1.0) for k in

@@ -128,6 +128,7 @@ def extra_tree(local: Tree, cells: np.ndarray, particles: np.ndarray) -> Tree:
     mass = np.concatenate([particles[:, 3].astype(np.float32), local.mass])
     n_cells = len(cells)
     kid0, kids, body0, bodies = links(cells).T
+    extent = cells[:, _EXTENT].astype(np.float64)
     return Tree(
         keys=np.zeros(len(pos), np.uint64), order=np.arange(len(pos)), pos=pos, mass=mass,
         lo=local.lo, L=local.L, scale=local.scale, n_leaf=local.n_leaf,
@@ -135,7 +136,7 @@ def extra_tree(local: Tree, cells: np.ndarray, particles: np.ndarray) -> Tree:
         body_begin=body0, body_count=bodies, child_begin=kid0, child_count=kids,
         parent=np.full(n_cells, -1, np.int64), level_begin=np.array([0, n_cells], np.int64),
         center=cells[:, _COM:_COM + 3].astype(np.float64),
-        size=cells[:, _EXTENT].astype(np.float64), extent=cells[:, _EXTENT].astype(np.float64),
+        size=extent, extent=extent,
         cell_mass=cells[:, _MASS].astype(np.float32),
         com=cells[:, _COM:_COM + 3].astype(np.float32),
         quad=cells[:, _QUAD:_QUAD + 6].astype(np.float32),

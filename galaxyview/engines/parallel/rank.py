@@ -5,7 +5,7 @@ A step: new splitters from a key sample weighted by the last step's interactions
 particle, the particle exchange (each particle's pos, vel, acc, pot, mass, radius, id,
 component, galaxy travel together), then the integrator's step on the local particles. The
 keys are those of where the leapfrog's kick and drift take the particles, so the step's force
-evaluation finds every particle in its domain (`outside`, counted, is 0). Each
+evaluation finds every particle in its domain. Each
 force evaluation: the local tree (keys in the rank's own cube), the domain boxes exchanged,
 a LET exported for every other domain, sent on a host thread while the local tree is walked,
 the imported LETs walked as extra trees. The finiteness checks are collective, so every rank
@@ -18,6 +18,7 @@ from time import perf_counter
 
 import numpy as np
 
+from galaxyview.engines.integrators.leapfrog_cpu import kick_drift
 from galaxyview.engines.parallel import decompose, density, let
 from galaxyview.light import kernel as light
 from galaxyview.errors import EngineError
@@ -40,14 +41,6 @@ def pack(pos, vel, acc, pot, mass, radius, component, galaxy, dtype=np.float64) 
                           (RADIUS, radius), (COMPONENT, component), (GALAXY, galaxy)):
         rows[:, where] = values
     return rows
-
-
-def drifted(rows: np.ndarray, dt: float) -> np.ndarray:
-    """The rows' positions after the leapfrog's first kick and drift of dt, in its arithmetic
-    (v + a dt/2, then x + v dt: integrators/leapfrog_cpu.py); their positions for dt = 0."""
-    if not dt:
-        return rows[:, POS]
-    return rows[:, POS] + dt * (rows[:, VEL] + 0.5 * dt * rows[:, ACC])
 
 
 def rows_state(rows: np.ndarray, time: float, meta: dict) -> ParticleState:
@@ -158,7 +151,8 @@ class RankMixin:
         sorted by id. With dt, of where the step's kick and drift will take the particles,
         so that its force evaluation finds the domains apart."""
         t0 = perf_counter()
-        pos32 = drifted(rows, dt).astype(np.float32)
+        pos = kick_drift(rows[:, POS], rows[:, VEL], rows[:, ACC], dt)[0] if dt else rows[:, POS]
+        pos32 = pos.astype(np.float32)
         cube = decompose.global_cube(self.comm, pos32)
         keys = decompose.particle_keys(pos32, cube)
         cuts = decompose.splitters(self.comm, keys, self.cost)
@@ -209,10 +203,8 @@ class CPURank(RankMixin):
         self._loaded = rows_state(rows, self._time, loaded.meta)
         super()._step()
         ms = self.parallel_ms
-        keys = decompose.particle_keys(s.pos.astype(np.float32), self.cube)
         ms.update(work=ms["local_walk"] + ms["let_walk"], particles=float(len(s.pos)),
-                  mpi_wait=self.comm.waited(),
-                  outside=float(np.sum(decompose.owners(keys, self.cuts) != self.comm.rank)))
+                  mpi_wait=self.comm.waited())
 
     # -- collective checks -------------------------------------------------------------------
     def _check(self, a: np.ndarray, what: str) -> None:
