@@ -1,14 +1,14 @@
 // LET export on the device (engines/parallel/let_device.py): the local tree walked level by
 // level against a remote domain's boxes with let.export's acceptance test (float32, no FMA,
-// the MARGIN), the next frontier compacted by prefix sums (children of opened cells, in
-// order, so the LET keeps the tree's breadth-first order), then the LET's cell rows
-// (let.CELL_WIDTH float32, the link columns as int32 bits) and particles (x y z m) gathered
-// into flat output buffers, LET after LET. Appended to the engine's module (nbody_common.cuh).
+// the MARGIN), the next frontier compacted by a prefix sum in the same launch (children of
+// opened cells, in order, so the LET keeps the tree's breadth-first order), then the LET's
+// cell rows (let.CELL_WIDTH float32, the link columns as int32 bits) and particles (x y z m)
+// gathered into flat output buffers, LET after LET. Appended to the engine's module
+// (nbody_common.cuh).
 //
 // ctl (int32): [0,1] and [2,3]: (start, size) of the frontier in `list`, the two slots
 // alternating by level; [4] cells C and [5] particles P of this LET; [6], [7] cells and
-// particles of all LETs so far (where the next goes); [8] 1 when the output overflowed;
-// [9] the scan's total.
+// particles of all LETs so far (where the next goes); [8] 1 when the output overflowed.
 
 #define LET_T 256  // threads of every LET kernel but let_scan_top
 #define LET_ROW 17  // let.CELL_WIDTH
@@ -17,7 +17,6 @@
 #define LC_OUT_C 6
 #define LC_OUT_P 7
 #define LC_OVERFLOW 8
-#define LC_TOTAL 9
 
 __device__ __forceinline__ int let_block_excl(int v, int* total)
 {
@@ -106,7 +105,7 @@ let_scan_apply(const int* __restrict__ vals, const int* n_ptr,
 extern "C" __global__ void let_begin(int* ctl, int* list, int first)
 {
     ctl[0] = 0; ctl[1] = 1; ctl[2] = 0; ctl[3] = 0;  // the frontier: the root
-    ctl[LC_C] = ctl[LC_P] = ctl[LC_TOTAL] = 0;
+    ctl[LC_C] = ctl[LC_P] = 0;
     if (first) ctl[LC_OUT_C] = ctl[LC_OUT_P] = ctl[LC_OVERFLOW] = 0;
     list[0] = 0;
 }
@@ -130,32 +129,67 @@ __device__ __forceinline__ float let_box_d2(const float* __restrict__ box, float
 // every box; the first near box opens the cell.
 #define LET_FAN 8
 #define LET_STACK 64  // >= depth * (LET_FAN - 1) + 1 (let_device.MAX_DEPTH)
-extern "C" __global__ void __launch_bounds__(LET_T)
-let_test(int level, const float4* __restrict__ mac, const int* __restrict__ nchild,
-         const int* __restrict__ list, const int* ctl, const float* __restrict__ boxes,
-         const float* __restrict__ nodes, const int* __restrict__ start,
-         const int* __restrict__ count, int depth, float margin, int* __restrict__ acc,
-         int* __restrict__ opens)
+__device__ bool let_accepts(float4 m, const float* __restrict__ boxes,
+                            const float* __restrict__ nodes, const int* __restrict__ start,
+                            const int* __restrict__ count, int depth, float margin)
 {
-    const int s = level & 1, first = ctl[2 * s], size = ctl[2 * s + 1];
+    const float r2 = __fmul_rn(m.w, margin);
     int stack[LET_STACK];  // (level << 27) | index
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < size; i += gridDim.x * blockDim.x) {
-        const int c = list[first + i];
-        const float4 m = mac[c];
-        const float r2 = __fmul_rn(m.w, margin);
-        bool a = true;
-        int sp = 0;
-        stack[sp++] = 0;
-        while (sp > 0 && a) {
-            const int e = stack[--sp], l = e >> 27, j = e & ((1 << 27) - 1);
-            const float* box = l < depth ? nodes + 6 * (start[l] + j) : boxes + 6 * j;
-            if (let_box_d2(box, m.x, m.y, m.z) > r2) continue;
-            if (l == depth) { a = false; break; }
-            const int lo = j * LET_FAN, hi = min(lo + LET_FAN, count[l + 1]);
-            for (int k = hi - 1; k >= lo; k--) stack[sp++] = ((l + 1) << 27) | k;
+    int sp = 0;
+    stack[sp++] = 0;
+    while (sp > 0) {
+        const int e = stack[--sp], l = e >> 27, j = e & ((1 << 27) - 1);
+        const float* box = l < depth ? nodes + 6 * (start[l] + j) : boxes + 6 * j;
+        if (let_box_d2(box, m.x, m.y, m.z) > r2) continue;
+        if (l == depth) return false;
+        const int lo = j * LET_FAN, hi = min(lo + LET_FAN, count[l + 1]);
+        for (int k = hi - 1; k >= lo; k--) stack[sp++] = ((l + 1) << 27) | k;
+    }
+    return true;
+}
+
+// One level of the walk in one launch: the frontier's cells tested, the exclusive scan of
+// the opened cells' children (decoupled look-back: tiles taken in order) and the children
+// written as the next frontier, in order (kid0: where a cell's children start in `list`).
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_level(int level, const float4* __restrict__ mac, const int* __restrict__ nchild,
+          const int* __restrict__ child, int* list, int* ctl, int cap,
+          const float* __restrict__ boxes, const float* __restrict__ nodes,
+          const int* __restrict__ start, const int* __restrict__ count, int depth, float margin,
+          int* __restrict__ acc, int* __restrict__ kid0, unsigned long long* desc,
+          unsigned long long* counter, unsigned epoch)
+{
+    __shared__ unsigned s_prefix;
+    __shared__ int s_tile;
+    const int s = level & 1, first = ctl[2 * s], size = ctl[2 * s + 1], next = first + size;
+    const int ntiles = (size + LET_T - 1) / LET_T;
+    if (size == 0 && blockIdx.x == 0 && threadIdx.x == 0) {
+        ctl[2 * (1 - s)] = next;
+        ctl[2 * (1 - s) + 1] = 0;
+    }
+    for (int tile = next_tile(counter, &s_tile); tile < ntiles;
+         tile = next_tile(counter, &s_tile)) {
+        const int i = tile * LET_T + threadIdx.x;
+        int o = 0, c = 0;
+        if (i < size) {
+            c = list[first + i];
+            const bool a = let_accepts(mac[c], boxes, nodes, start, count, depth, margin);
+            acc[first + i] = a;
+            o = a ? 0 : nchild[c];
         }
-        acc[first + i] = a;
-        opens[i] = a ? 0 : nchild[c];
+        int total;
+        const int e = let_block_excl(o, &total);
+        const int prefix = (int)lookback_prefix(desc, tile, (unsigned)total, epoch, &s_prefix);
+        const int at = next + prefix + e;
+        if (i < size) {
+            kid0[first + i] = o > 0 ? at : 0;
+            const int c0 = o > 0 ? child[c] : 0;
+            for (int j = 0; j < o && at + j < cap; j++) list[at + j] = c0 + j;
+        }
+        if (tile == ntiles - 1 && threadIdx.x == 0) {
+            ctl[2 * (1 - s)] = next;
+            ctl[2 * (1 - s) + 1] = min(prefix + total, cap - next);
+        }
     }
 }
 
@@ -202,36 +236,35 @@ let_group_boxes(const float4* __restrict__ pos, const int* __restrict__ group_be
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LET_T)
-let_expand(int level, const int* __restrict__ child, int* list, int* ctl, int cap,
-           const int* __restrict__ opens, const int* __restrict__ offs, int* __restrict__ kid0)
-{
-    const int s = level & 1, start = ctl[2 * s], size = ctl[2 * s + 1];
-    const int next = start + size, total = min(ctl[LC_TOTAL], cap - next);
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < size; i += gridDim.x * blockDim.x) {
-        const int o = opens[i], at = next + offs[i];
-        kid0[start + i] = o > 0 ? at : 0;
-        const int c0 = o > 0 ? child[list[start + i]] : 0;
-        for (int j = 0; j < o && at + j < next + total; j++) list[at + j] = c0 + j;
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        ctl[2 * (1 - s)] = next;
-        ctl[2 * (1 - s) + 1] = total;
-    }
-}
-
 // -- the rows
+// the particles a cell sends (an opened leaf, or an accepted one of at most pp_leaf) and
+// their exclusive scan (look-back, as let_level): where they start in the LET's particles
 extern "C" __global__ void __launch_bounds__(LET_T)
 let_bodies(int slot, const int* __restrict__ list, const int* __restrict__ acc,
            const int* __restrict__ nchild, const int* __restrict__ count, int pp_leaf, int* ctl,
-           int* __restrict__ bodies)
+           int* __restrict__ bodies, int* __restrict__ body0, unsigned long long* desc,
+           unsigned long long* counter, unsigned epoch)
 {
+    __shared__ unsigned s_prefix;
+    __shared__ int s_tile;
     const int n = ctl[2 * slot] + ctl[2 * slot + 1];  // every cell of the LET
+    const int ntiles = (n + LET_T - 1) / LET_T;
     if (blockIdx.x == 0 && threadIdx.x == 0) ctl[LC_C] = n;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const int c = list[i];
-        const bool leaf = (!acc[i] || count[c] <= pp_leaf) && nchild[c] == 0;
-        bodies[i] = leaf ? count[c] : 0;
+    for (int tile = next_tile(counter, &s_tile); tile < ntiles;
+         tile = next_tile(counter, &s_tile)) {
+        const int i = tile * LET_T + threadIdx.x;
+        int v = 0;
+        if (i < n) {
+            const int c = list[i];
+            const bool leaf = (!acc[i] || count[c] <= pp_leaf) && nchild[c] == 0;
+            v = leaf ? count[c] : 0;
+            bodies[i] = v;
+        }
+        int total;
+        const int e = let_block_excl(v, &total);
+        const int prefix = (int)lookback_prefix(desc, tile, (unsigned)total, epoch, &s_prefix);
+        if (i < n) body0[i] = prefix + e;
+        if (tile == ntiles - 1 && threadIdx.x == 0) ctl[LC_P] = prefix + total;
     }
 }
 

@@ -86,6 +86,12 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path, k):
     # particles crossed the domains' faces each step and moved rank (migrate.py), every one
     # once: the gathered state is the one GPU's
     assert got["moved"] > 0 and got["device_path"] == (path == "device")
+    # the first step made new splitters (by the ranks' measured interactions), not the 4th
+    assert got["first_cuts"] > 0
+    counts = got["rank_interactions"]  # each rank's, adding up to the step's
+    assert len(counts) == k and (counts > 0).all()
+    assert counts.sum() == got["step_interactions"]
+    assert got["balance"][3] == pytest.approx(counts.max() / counts.mean())
     # the LETs came device to device (copied from the other rank's export) or through MPI
     peer_copy, upload, particles_in = got["let_in"]
     assert particles_in > 0 and upload > 0

@@ -357,6 +357,26 @@ def test_the_device_exports_box_tree_holds_its_boxes(n):
         assert np.array_equal(nodes[0], np.r_[boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)])
 
 
+@pytest.mark.parametrize("n", [1, 20, 5000, 60_000])
+def test_the_export_stops_at_the_trees_deepest_level(n):
+    """The device export walks levels 0 .. deepest_level(lb) of the build's level starts
+    (lb[l]: the first cell of level l; the levels below the deepest are empty); a build
+    that overflowed (lb not a tree's) says MAX_LEVEL: every level."""
+    from galaxyview.engines.gpu.constants import MAX_LEVEL
+    from galaxyview.engines.parallel.let_device import deepest_level
+
+    s = plummer_sphere(n, np.random.default_rng(n))
+    tree = build_tree(s.pos, s.mass, n_leaf=16)
+    deepest = int(tree.level.max())
+    lb = np.full(MAX_LEVEL + 3, tree.n_cells, np.int32)
+    for lev in range(deepest + 1):
+        lb[lev] = np.searchsorted(tree.level, lev)
+    assert deepest_level(lb) == deepest and (n > 1) == (deepest > 0)
+    assert deepest_level(np.zeros(MAX_LEVEL + 3, np.int32)) == MAX_LEVEL
+    lb[3] = lb[2] - 1  # a level that ends before it begins
+    assert deepest_level(lb) == MAX_LEVEL
+
+
 def test_export_against_many_boxes_is_the_export_against_each():
     """A cell goes as a multipole only when it is far from every box: the LET against
     several boxes holds what the LET against each holds, and no more than their union box's."""
@@ -386,7 +406,6 @@ def test_processes_share_gpus_when_asked(monkeypatch):
         monkeypatch.setenv("GALAXYVIEW_RANKS_PER_GPU", bad)
         with pytest.raises(EngineError, match="GALAXYVIEW_RANKS_PER_GPU.*whole number"):
             launch.rank_gpu(1)
-
 
 
 def test_the_head_start_is_sized_to_end_just_after_the_lets_come():

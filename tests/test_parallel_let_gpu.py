@@ -86,14 +86,27 @@ def _group_like(pos):
                                                 (400_000, 0.6, 0)])
 def test_device_export_equals_the_reference(n, theta, pp_leaf):
     from galaxyview.engines.gpu import inspect
+    from galaxyview.engines.gpu.constants import MAX_LEVEL
+    from galaxyview.engines.parallel.let_device import deepest_level
 
     eng = _engine(n, theta, n)
     if pp_leaf is not None:
         eng.pp_leaf = pp_leaf
     try:
-        boxes = _boxes(inspect.download_tree(eng)["pos"], np.random.default_rng(1))
+        tree = inspect.download_tree(eng)
+        boxes = _boxes(tree["pos"], np.random.default_rng(1))
         skip = 5  # "this rank's" box: no LET for it
-        got, tries = _device(eng, boxes, skip)
+        got, tries = _device(eng, boxes, skip)  # every level down to MAX_LEVEL
+        eng._depth = int(tree["level"].max())  # down to the tree's deepest level only
+        assert eng._depth < MAX_LEVEL - 4
+        with eng.activate():
+            lb = np.zeros(MAX_LEVEL + 3, np.int32)
+            eng._cuda.memcpy_dtoh(lb, eng.buf.ptr("lb"))
+        assert deepest_level(lb) == eng._depth
+        shallow, _ = _device(eng, boxes, skip)
+        for (cells, parts), (c2, p2) in zip(got, shallow):
+            assert np.array_equal(cells.view(np.int32), c2.view(np.int32))
+            assert np.array_equal(parts, p2)
         sizes = []
         for r, box in enumerate(boxes):
             cells, parts = got[r]

@@ -87,9 +87,12 @@ def test_k_processes_give_the_one_process_forces_and_orbits(tmp_path, single, k)
         # every rank's share, and how far the largest is from the mean (work, particles)
         share = got["rank_particles"]
         assert len(share) == k and share.sum() == N and (share > 0).all()
-        imbalance, spread, waited = got["balance"]
+        imbalance, spread, waited, work_spread = got["balance"]
         assert spread == pytest.approx(share.max() / share.mean())
         assert 1.0 <= imbalance < k and 0.0 <= waited < 1e5
+        counts = got["rank_interactions"]  # each rank's, adding up to the step's
+        assert (counts > 0).all() and counts.sum() == got["step_interactions"]
+        assert work_spread == pytest.approx(counts.max() / counts.mean())
         # the LET walks' share of the p-p interactions (the particles by the faces)
         pp, let_pp = got["let_pp"]
         assert 0 < let_pp < pp

@@ -24,12 +24,17 @@ try:
     acc, pot = engine.accelerations()
     interactions = [engine.stats.pp, engine.stats.pc]  # the load's evaluation, all ranks
     e0 = engine.energies()
-    engine.step(steps)
+    engine.step(1)  # GPU ranks: the load's splitters (by count) made anew by measured cost
+    first_cuts = engine.stats.figures.get("decompose_cuts", -1.0)
+    engine.step(steps - 1)
     moved = engine.stats.figures.get("moved_out", -1.0)  # the last step's leavers (GPU ranks)
     device_path = engine.stats.figures.get("moved_device", -1.0)  # 1: through CUDA IPC
     balance = [engine.stats.figures.get(k, -1.0) for k in
-               ("imbalance", "particles_spread", "mpi_wait")]
+               ("imbalance", "particles_spread", "mpi_wait", "interactions_spread")]
     rank_particles = [r.get("particles", -1.0) for r in engine.rank_ms]
+    # each rank's interactions of the last step, and all ranks' (the step's stats)
+    rank_interactions = [r.get("interactions", -1.0) for r in engine.rank_ms]
+    step_interactions = engine.stats.pp + engine.stats.pc
     # the last step's p-p of all walks, and of the LET walks (a rank's figure is a particle's)
     # each rank's particles outside its domain after the steps (at the last force evaluation)
     rank0 = _engines[engine._key]
@@ -51,7 +56,9 @@ try:
                   "integrate")],
              counts=[len(a) for a in [engine.rank_ms]], moved=moved,
              device_path=device_path, balance=balance, rank_particles=rank_particles, let_in=let_in,
-             interactions=interactions, let_pp=let_pp, outside=outside)
+             interactions=interactions, let_pp=let_pp, outside=outside,
+             first_cuts=first_cuts, rank_interactions=rank_interactions,
+             step_interactions=step_interactions)
     engine.close()
 finally:
     stop_serving(comm)

@@ -299,7 +299,8 @@ class ParallelEngine(Engine):
             for k in r:
                 if k not in PHASES:
                     figures[k] = max(q.get(k, 0.0) for q in self.rank_ms)
-        for k, name in (("work", "imbalance"), ("particles", "particles_spread")):
+        for k, name in (("work", "imbalance"), ("particles", "particles_spread"),
+                        ("interactions", "interactions_spread")):
             values = [r[k] for r in self.rank_ms if k in r]
             if values and sum(values) > 0:  # the largest rank's over the mean
                 figures[name] = max(values) * len(values) / sum(values)

@@ -21,7 +21,9 @@ let_add_groups). One agreement on errors follows the walk. When the tree outgrew
 At each step's start the particles that the step's kick and drift will take out of their domain
 move to the domain they will be in (migrate.py: device to device on one host), so that the
 force evaluation finds the domains apart; every REBALANCE_EVERY steps
-(GALAXYVIEW_REBALANCE_EVERY) the splitters are made anew from a sample of the particles. The
+(GALAXYVIEW_REBALANCE_EVERY) the splitters are made anew from a sample of the particles,
+weighed by each rank's measured interactions; also at the first step after a load, whose cut
+went by count. The
 particles' global ids, radii, components and galaxies live on the device with them ('meta',
 loaded order); the rank's host arrays of them are mirrors, read back when asked for after the
 device moved particles.
@@ -37,8 +39,9 @@ import numpy as np
 
 from galaxyview.cuda.compile import read_kernel
 from galaxyview.engines.cpu.cells import Tree
-from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, ST_CELLS,
-                                              ST_FLAGS, ST_GROUPS, ST_PC, ST_PP, ST_WALK_NEXT)
+from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, MAX_LEVEL,
+                                              ST_CELLS, ST_FLAGS, ST_GROUPS, ST_PC, ST_PP,
+                                              ST_WALK_NEXT)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import decompose, let, let_device
 from galaxyview.engines.parallel.density_device import DeviceDensity
@@ -146,9 +149,11 @@ class GPURank(RankMixin, GPUEngine):
         self._cells_built = self._groups_built = self._head = 0
         self._head_share = HEAD_SHARE
         self._since = 0
+        self._by_count = None  # evaluations when the splitters were made by count (a load)
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
         self._in_span, self._sent_bytes, self._recv = False, 0, {}
         self._import_error = None
+        self._depth = MAX_LEVEL  # the tree's deepest level: where the LET export stops
         self._staging: dict = {}  # pinned host buffers
         with self.activate():
             self._side_stream = self._cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
@@ -194,8 +199,9 @@ class GPURank(RankMixin, GPUEngine):
         with self.activate():  # room for a tenth more: the domains' shares move
             self.buf.ensure(int(1.1 * len(rows)) + 64, self._n_sm, self._walk_blocks,
                             self._walk_threads)
-        self.load(local)  # float32 on the device: float64 positions are rounded once
         self._since = 0
+        self._by_count = self.evaluations  # cut by count: anew once forces were measured
+        self.load(local)  # float32 on the device: float64 positions are rounded once
 
     def _meta_to_device(self) -> None:
         """(in the context) The host mirrors to the device's meta, when one was set."""
@@ -226,7 +232,8 @@ class GPURank(RankMixin, GPUEngine):
             if not self._alone():
                 self.comm.waited()  # from here: this step's
             self.parallel_ms.update(decompose=0.0, exchange=0.0)  # this step's, if any
-            self._domains(self._since >= self.every)
+            measured = self._by_count is not None and self.evaluations > self._by_count
+            self._domains(self._since >= self.every or measured)
             super().step(1)
             self._since += 1
             t, ms = self.stats.timings_ms, self.parallel_ms  # the LET phases are not integration
@@ -254,7 +261,7 @@ class GPURank(RankMixin, GPUEngine):
             tc = perf_counter()
             self.cuts = decompose.splitters(self.comm, keys, self.cost,
                                             per_key=self._n / max(len(keys), 1))
-            self._since = 0
+            self._since, self._by_count = 0, None
             parts = dict(decompose_sample=1e3 * (ta - t0), decompose_cube=1e3 * (tb - ta),
                          decompose_keys=1e3 * (tc - tb),
                          decompose_cuts=1e3 * (perf_counter() - tc))
@@ -517,12 +524,16 @@ class GPURank(RankMixin, GPUEngine):
         self._let_ev[6].record()
         part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
         status = self._pinned("status", 8, np.uint64)
+        lb = self._pinned("lb", MAX_LEVEL + 3, np.int32)
         side.wait_for_event(ev[2])
         cuda.memcpy_dtoh_async(part, p("bbox"), side)
         side.wait_for_event(self._let_ev[6])
         cuda.memcpy_dtoh_async(status, p("status"), side)
+        cuda.memcpy_dtoh_async(lb, p("lb"), side)
         side.synchronize()
         n_groups = int(status[ST_GROUPS])
+        if not int(status[ST_FLAGS]) & FLAG_CELLS:  # the export walks no deeper
+            self._depth = let_device.deepest_level(lb)
         valid = not int(status[ST_FLAGS]) & (FLAG_CELLS | FLAG_GROUPS) and n_groups <= b.group_cap
         self._groups_built = n_groups if valid else 0  # (the head start's share of them)
         if self.let_boxes == "domain" or not valid:
@@ -579,7 +590,7 @@ class GPURank(RankMixin, GPUEngine):
     def _queue_export(self, skip: int) -> None:
         """The export against every box of self._boxes but boxes[skip], between two events."""
         self._let_ev[1].record()
-        self._export.queue(self._boxes, skip)
+        self._export.queue(self._boxes, skip, self._depth)
         self._let_ev[2].record()
 
     def _force(self, ev, active=None, refit=False) -> None:
@@ -740,6 +751,7 @@ class GPURank(RankMixin, GPUEngine):
             return super()._evaluate()
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
         self._in_span, self._import_error, self._walk_queued = False, None, None
+        self._depth = MAX_LEVEL  # (until this evaluation's tree says)
         error = None
         try:
             super()._evaluate()  # the export before the walk, the exchange beside it
@@ -798,6 +810,7 @@ class GPURank(RankMixin, GPUEngine):
             let_boxes_in=float(sum(len(q) for q in self._boxes or ()) - len(self._own_boxes())),
             let_recv_mib=(4 * let.CELL_WIDTH * got_c + 4 * let.PARTICLE_WIDTH * got_p) / 2**20)
         self.cost = (self.stats.pp + self.stats.pc) / max(self._n, 1)
+        self.parallel_ms["interactions"] = float(self.stats.pp + self.stats.pc)
 
     def _walk_forest(self, lets: list) -> dict:
         """The imported LETs walked by the local groups on the device (_queue_walk, unless

@@ -4,14 +4,15 @@ stream after the multipoles. The other ranks copy their part of the compact resu
 device (CUDA IPC, on one host), or it goes to pinned host memory in one copy on a side stream
 (GPURank._fetch) for MPI.
 
-Per remote domain: one launch to start, then per tree level the acceptance test (against
-every box of the domain, through a tree of their unions: box_tree), an exclusive
-scan of the opened cells' children (three launches: block sums, their scan, the apply) and the
-expansion into the next frontier; then the particles per cell (a scan) and the gather of the
-rows. No host synchronisation inside: the frontier sizes stay on the device. The output holds
-the LETs of all remote domains one after the other (rank order), so it is the send buffer of the
-LET exchange as it is. When the output is too small (let_end flags it), it is grown to what was
-needed and the export must be queued again.
+Per remote domain: one launch to start, then one per tree level down to the tree's deepest
+(let_level: the acceptance test against every box of the domain, through a tree of their
+unions, box_tree; the opened cells' children scanned by look-back and written as the next
+frontier), then the particles per cell with their scan (let_bodies) and the gather of the
+rows: about 20 launches a domain, which the host queues in about 0.5 ms (docs/parallel.md).
+No host synchronisation inside: the frontier sizes stay on the device. The
+output holds the LETs of all remote domains one after the other (rank order), so it is the
+send buffer of the LET exchange as it is. When the output is too small (let_end flags it), it
+is grown to what was needed and the export must be queued again.
 """
 from __future__ import annotations
 
@@ -68,10 +69,11 @@ class DeviceExport:
     def _blocks(self) -> int:
         return min(1024, 2 * self.eng._n_sm)
 
-    def queue(self, boxes: list, skip: int) -> None:
+    def queue(self, boxes: list, skip: int, depth: int = MAX_LEVEL) -> None:
         """Queue the export against the boxes of every rank r but `skip` (boxes[r]: (B, 6)
         lo, hi, e.g. its groups'; a rank without a box needs no LET), on the engine's stream,
-        into the output buffers."""
+        into the output buffers. depth: the tree's deepest level (deepest_level), or
+        MAX_LEVEL where it is not known."""
         eng = self.eng
         b, k = eng.buf, eng.kernels
         p = b.ptr
@@ -81,29 +83,27 @@ class DeviceExport:
         where = self._upload_boxes([boxes[r] for r in self._queued])
         b._alloc("let_ctl", 4 * CTL_WORDS)
         b._alloc("let_counts", 8 * len(boxes))
-        b._alloc("let_sums", 4 * 1024)
-        ctl, counts, sums = p("let_ctl"), p("let_counts"), p("let_sums")
-        names = ("let_list", "let_acc", "let_opens", "let_offs", "let_kid0", "let_bodies",
-                 "let_body0")
-        list_, acc, opens, offs, kid0, bodies, body0 = (b.per_cell(n, 4) for n in names)
+        levels = min(max(int(depth), 0), MAX_LEVEL) + 1
+        b._alloc("let_tiles", 8 * (levels + 1) * max(len(where), 1))  # look-back counters
+        ctl, counts, tiles = p("let_ctl"), p("let_counts"), p("let_tiles")
+        list_, acc, kid0, bodies, body0 = (b.per_cell(n, 4) for n in (
+            "let_list", "let_acc", "let_kid0", "let_bodies", "let_body0"))
         self.ensure()
-        blocks = self._blocks()
-        grid = (blocks, 1, 1)
+        grid = (self._blocks(), 1, 1)
         npos, _ = b.set_ptrs(eng._cur)
         margin = float(np.float32(MARGIN))
-        for j, (box_at, node_at, start_at, count_at, depth) in enumerate(where):
+        desc = p("desc")  # (the tree's look-back descriptors: a fresh epoch each launch)
+        eng._cuda.memset_d32_async(tiles, 0, 2 * (levels + 1) * max(len(where), 1))
+        for j, (box_at, node_at, start_at, count_at, box_depth) in enumerate(where):
             k.launch("let_begin", (1, 1, 1), (1, 1, 1), ctl, list_, int(j == 0))
-            for lev in range(MAX_LEVEL + 1):
-                s = lev & 1
-                k.launch("let_test", grid, T, lev, p("cell_mac"), p("nchild"), list_, ctl,
-                         box_at, node_at, start_at, count_at, depth, margin, acc, opens)
-                scan(k, opens, ctl + 4 * (2 * s + 1), offs, ctl + 4 * 9, sums, blocks)
-                k.launch("let_expand", grid, T, lev, p("child"), list_, ctl, b.cell_cap, opens,
-                         offs, kid0)
-            slot = (MAX_LEVEL + 1) & 1
-            k.launch("let_bodies", grid, T, slot, list_, acc, p("nchild"), p("count"),
-                     eng.pp_leaf, ctl, bodies)
-            scan(k, bodies, ctl + 4 * 4, body0, ctl + 4 * 5, sums, blocks)
+            for lev in range(levels):
+                k.launch("let_level", grid, T, lev, p("cell_mac"), p("nchild"), p("child"),
+                         list_, ctl, b.cell_cap, box_at, node_at, start_at, count_at,
+                         box_depth, margin, acc, kid0, desc, tiles, eng.next_epoch())
+                tiles += 8
+            k.launch("let_bodies", grid, T, levels & 1, list_, acc, p("nchild"), p("count"),
+                     eng.pp_leaf, ctl, bodies, body0, desc, tiles, eng.next_epoch())
+            tiles += 8
             k.launch("let_rows", grid, T, ctl, list_, acc, kid0, bodies, body0, p("cell_mac"),
                      p("cell_q0"), p("cell_q1"), p("nchild"), p("begin"), npos,
                      p("let_out_cells"), p("let_out_parts"), self.cap_cells, self.cap_parts)
@@ -207,6 +207,17 @@ def scan(k, vals, n_ptr, out, total_ptr, sums, blocks: int) -> None:
     k.launch("let_scan_reduce", (blocks, 1, 1), T, vals, n_ptr, sums)
     k.launch("let_scan_top", (1, 1, 1), (1024, 1, 1), sums, blocks, total_ptr)
     k.launch("let_scan_apply", (blocks, 1, 1), T, vals, n_ptr, sums, out)
+
+
+def deepest_level(lb: np.ndarray) -> int:
+    """The deepest level holding cells, from the build's level starts lb (lb[l] the first
+    cell of level l, lb[MAX_LEVEL + 2] the number of cells); MAX_LEVEL where lb makes no
+    sense (a build that overflowed)."""
+    lb = np.asarray(lb, np.int64)[:MAX_LEVEL + 2]
+    counts = np.diff(lb)
+    if len(counts) < MAX_LEVEL + 1 or (counts < 0).any() or counts[0] != 1:
+        return MAX_LEVEL
+    return int(np.flatnonzero(counts)[-1])
 
 
 def tree_levels(n_boxes: int) -> tuple[np.ndarray, np.ndarray]:

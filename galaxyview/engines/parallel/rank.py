@@ -259,7 +259,8 @@ class CPURank(RankMixin):
         n = max(tree.n, 1)
         ms.update(let_build=1e3 * (t1 - t0), local_walk=1e3 * (t2 - t1),
                   let_comm=1e3 * (t3 - t2), let_walk=1e3 * (t4 - t3),
-                  let_pp=(pp - local[0]) / n, let_pc=(pc - local[1]) / n)
+                  let_pp=(pp - local[0]) / n, let_pc=(pc - local[1]) / n,
+                  interactions=float(pp + pc))
         self.cost = (pp + pc) / max(tree.n, 1)
         return acc, pot, pp, pc
 
