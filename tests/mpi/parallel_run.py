@@ -35,13 +35,13 @@ try:
     # each rank's interactions of the last step, and all ranks' (the step's stats)
     rank_interactions = [r.get("interactions", -1.0) for r in engine.rank_ms]
     step_interactions = engine.stats.pp + engine.stats.pc
-    # the last step's p-p of all walks, and of the LET walks (a rank's figure is a particle's)
     # each rank's particles outside its domain after the steps (at the last force evaluation)
     rank0 = _engines[engine._key]
     outside = [int(np.sum(owners(particle_keys(part[1].astype(np.float32), rank0.cube),
                                  rank0.cuts) != r))
                for r, part in enumerate(engine._call("state", None, False))
                if getattr(rank0, "cube", None) is not None]
+    # the last step's p-p of all walks, and of the LET walks (a rank's figure is a particle's)
     let_pp = [engine.stats.pp, sum(r.get("let_pp", -1.0) * r.get("particles", 0.0)
                                    for r in engine.rank_ms)]
     let_in = [engine.stats.figures.get(k, -1.0) for k in

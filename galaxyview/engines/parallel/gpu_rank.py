@@ -809,8 +809,9 @@ class GPURank(RankMixin, GPUEngine):
             let_sent_mib=self._sent_bytes / 2**20,
             let_boxes_in=float(sum(len(q) for q in self._boxes or ()) - len(self._own_boxes())),
             let_recv_mib=(4 * let.CELL_WIDTH * got_c + 4 * let.PARTICLE_WIDTH * got_p) / 2**20)
-        self.cost = (self.stats.pp + self.stats.pc) / max(self._n, 1)
-        self.parallel_ms["interactions"] = float(self.stats.pp + self.stats.pc)
+        total = self.stats.pp + self.stats.pc
+        self.cost = total / max(self._n, 1)
+        self.parallel_ms["interactions"] = float(total)
 
     def _walk_forest(self, lets: list) -> dict:
         """The imported LETs walked by the local groups on the device (_queue_walk, unless

@@ -261,7 +261,7 @@ class CPURank(RankMixin):
                   let_comm=1e3 * (t3 - t2), let_walk=1e3 * (t4 - t3),
                   let_pp=(pp - local[0]) / n, let_pc=(pc - local[1]) / n,
                   interactions=float(pp + pc))
-        self.cost = (pp + pc) / max(tree.n, 1)
+        self.cost = (pp + pc) / n
         return acc, pot, pp, pc
 
     def _own_pair(self, tree):
