@@ -1,5 +1,7 @@
 """The headless commands: run, accuracy, bench, scenes, and how bad values are reported."""
 import json
+import os
+import pty
 import subprocess
 import sys
 
@@ -171,6 +173,34 @@ def test_bench_times_a_scene_with_its_parameters(capsys):
     assert float(row.split()[7]) > 0  # the step's ms
 
 
+def test_bench_json_on_a_terminal_is_json_alone(tmp_path):
+    """On a terminal (mpirun gives its ranks one) --json prints the JSON and nothing after:
+    numba, compiling the CPU engine, would colour its errors through colorama, whose exit
+    handler writes a terminal reset to stdout."""
+    import colorama  # noqa: F401  (a test dependency: without it there is no reset to fear)
+
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING"}
+    proc = subprocess.Popen([sys.executable, "-m", "galaxyview", "bench", "--backend", "cpu",
+                             "--n", "2048", "--steps", "1", "--warmup", "1", "--json"],
+                            stdout=follower, stderr=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 1 << 16)
+        except OSError:  # (the terminal closed with the process)
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert proc.wait(timeout=300) == 0
+    out = b"".join(chunks).decode()
+    assert out.rstrip().endswith("}")
+    assert json.loads(out)["rows"][0]["n"] == 2048
+
+
 def test_bench_reports_phases_and_rates(capsys):
     code, out, err = run_cli(capsys, "bench", "--backend", "cpu", "--n", "2048", "--theta",
                              "0.75", "--steps", "2", "--warmup", "1", "--json")
@@ -187,3 +217,5 @@ def test_bench_reports_phases_and_rates(capsys):
     assert row["device_bytes_per_particle"] is None  # a host engine holds no device memory
     # the mean step: of 2 steps, each phase's median is its mean, so the sums agree
     assert row["figures"]["step_mean_ms"] == pytest.approx(row["step_ms"])
+    # each step's wall clock holds its phases (timed inside it), and a bit of host time more
+    assert row["step_ms"] <= row["figures"]["wall_ms"] < 2 * row["step_ms"] + 50

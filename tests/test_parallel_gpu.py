@@ -45,10 +45,11 @@ def _rel(a, b):
     return np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def _mpirun(k, n, out, path, walk="apart"):
+def _mpirun(k, n, out, path, walk="apart", export="beside"):
     done = mpirun.script(k, "parallel_run.py", "gpu", n, STEPS, out, timeout=600,
                          GALAXYVIEW_REBALANCE_EVERY="4", GALAXYVIEW_PEERS=path,
-                         GALAXYVIEW_RANKS_PER_GPU=_per_gpu(k), GALAXYVIEW_LET_WALK=walk)
+                         GALAXYVIEW_RANKS_PER_GPU=_per_gpu(k), GALAXYVIEW_LET_WALK=walk,
+                         GALAXYVIEW_LET_EXPORT=export)
     assert done.returncode == 0, done.stderr[-3000:]
     return np.load(out)
 
@@ -97,6 +98,26 @@ def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path, k):
     assert particles_in > 0 and upload > 0
     assert (peer_copy > 0) == (path == "device")
     assert np.percentile(np.linalg.norm(got["pos"] - pos1, axis=1), 99) < 1e-4
+
+
+@pytest.mark.parametrize("k, path", [(2, "device"), (4, "device"), (2, "host")])
+def test_the_export_beside_the_walk_gives_the_same_run(tmp_path, k, path):
+    """GALAXYVIEW_LET_EXPORT=beside (the default: the local walk starts once the tree is
+    built, some of its blocks held back for the export queued beside it, then joining the
+    walk; the LET walk behind them on the export stream) gives the run of the export before
+    the walk bit for bit: the same forces, interactions (local and LET apart) and final
+    state, on 2 and 4 domains, the LETs device to device and through the host."""
+    got = {e: _mpirun(k, 400_000, tmp_path / f"{e}.npz", path, export=e)
+           for e in ("before", "beside")}
+    beside, before = got["beside"], got["before"]
+    assert np.array_equal(beside["acc"], before["acc"])
+    assert np.array_equal(beside["acc1"], before["acc1"])
+    assert np.array_equal(beside["rank_interactions"], before["rank_interactions"])
+    assert beside["rank_interactions"].min() > 400_000 / k * 100
+    assert np.array_equal(beside["let_pp"], before["let_pp"])  # the LET walks' share
+    assert 0 < beside["let_pp"][1] < beside["let_pp"][0]
+    assert np.array_equal(beside["pos"], before["pos"])
+    assert beside["let_in"][2] == before["let_in"][2] > 0
 
 
 @pytest.mark.parametrize("k", [2, 4])

@@ -35,17 +35,23 @@ def step_medians(engine, steps: int, warmup: int,
     (engines.base.PHASES, then any further phases the engine reports: the parallel engine's
     decomposition, exchange and LET phases) and of the p-p and p-c interactions per
     particle. figures (a dict): filled with the medians of the engine's other figures
-    (StepStats.figures: the parallel engine's LET sizes and phase parts) and `step_mean_ms`,
-    the mean step (the medians leave out rare steps: the parallel engine's new splitters)."""
+    (StepStats.figures: the parallel engine's LET sizes and phase parts), `step_mean_ms`,
+    the mean step (the medians leave out rare steps: the parallel engine's new splitters),
+    and `wall_ms`, the median of each step's wall clock around `engine.step(1)` (the phases'
+    sum leaves out the host's time between them: a parallel engine's commands and replies)."""
+    from time import perf_counter
+
     import numpy as np
 
     from galaxyview.engines.base import PHASES
 
     engine.step(warmup)
     samples = {p: [] for p in PHASES}
-    pp, pc, others, totals = [], [], {}, []
+    pp, pc, others, totals, walls = [], [], {}, [], []
     for _ in range(steps):
+        t0 = perf_counter()
         engine.step(1)
+        walls.append((perf_counter() - t0) * 1e3)
         totals.append(sum(engine.stats.timings_ms.values()))
         for p in PHASES:
             samples[p].append(engine.stats.timings_ms.get(p, 0.0))
@@ -60,6 +66,7 @@ def step_medians(engine, steps: int, warmup: int,
     if figures is not None:
         figures.update({k: float(np.median(v)) for k, v in others.items()})
         figures["step_mean_ms"] = float(np.mean(totals)) if totals else 0.0
+        figures["wall_ms"] = float(np.median(walls)) if walls else 0.0
     return phases, float(np.median(pp)), float(np.median(pc))
 
 

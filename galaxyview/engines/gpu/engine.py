@@ -585,6 +585,11 @@ class GPUEngine(Engine):
         _force (which then walks the tree itself, with more trees beside it)."""
         return False
 
+    def _walk_launch_blocks(self) -> int:
+        """Blocks of the walk's launch: all the device holds (a parallel rank holds some back
+        for its LET export, which then joins the walk)."""
+        return self.buf.walk_grid
+
     def _ghosts(self) -> np.ndarray:
         """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
         ghosts = self.boundary.ghosts()

@@ -85,7 +85,8 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
            float(eng.params.alpha))
     if active is None and not amac:
         if not eng._walk_later(ev):  # (a parallel rank may walk its tree later, with the LETs)
-            k.launch("walk", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args)
+            k.launch("walk", (eng._walk_launch_blocks(), 1, 1), (b.walk_threads, 1, 1),
+                     *walk_args)
     else:
         k.launch(*ext, 0.0, 0.0, 0.0, 0)
     for o in eng._ghosts():  # periodic images: the tree walked again by targets moved by -o

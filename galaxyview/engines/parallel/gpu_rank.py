@@ -1,23 +1,27 @@
 """One rank's share on a GPU: the GPU engine on the particles of its domain, plus the LETs.
 
 Each force evaluation: the GPU engine's own phases are queued (keys, sort, tree, groups,
-multipoles, local walk); between the multipoles and the walk (the engine's _before_walk) the
-domains' boxes (their groups') are exchanged (on one host only their counts through MPI: the
-boxes are read device to device) and the LET export against every other domain is queued on
-the device (let_device.py). While the device walks the local tree (or its head start:
-below), the LETs are exchanged: on one host only their sizes through MPI, each rank copying
-its part of the others' outputs device to device (CUDA IPC, on a side stream); otherwise the
-compact output goes to pinned host memory and a host thread exchanges it over MPI (the MPI
-need not be CUDA-aware), and the imported LETs go up as they were received. They lie as sent
+multipoles, local walk); the local walk starts as soon as the tree is built, with a share of
+its blocks held back, while the domains' boxes (their groups') are exchanged (on one host only
+their counts through MPI: the boxes are read device to device) and the LET export against
+every other domain is queued (let_device.py) on the export stream, beside the walk, on the
+blocks held back; then these join the walk (GALAXYVIEW_LET_EXPORT=before: the export between
+the multipoles and the walk, the engine's _before_walk, as with GALAXYVIEW_LET_WALK=one).
+While the device walks the local tree (or its head start: below), the LETs are exchanged:
+on one host only their sizes through MPI, each rank copying its part of the others' outputs
+device to device (CUDA IPC, on a side stream); otherwise the compact output goes to pinned
+host memory and a host thread exchanges it over MPI (the MPI need not be CUDA-aware), and the
+imported LETs go up as they were received. They lie as sent
 (the particles behind a copy of the local sorted positions), and `let_forest` lays them out
 as one forest under an always-opened root (as let.device_forest does; behind a copy of the
 local tree's cells when the two are walked as one). The local walk runs beside the exchange
-and the forest is walked after it into a second buffer, which `let_add` adds; or
-(GALAXYVIEW_LET_WALK=one) the local walk waits for the LETs: some groups walk the local tree
-while the LETs are exchanged (the head start), then the others walk the tree and the forest
-together (walk_roots), and the head start's groups the forest alone (added by
-let_add_groups). One agreement on errors follows the walk. When the tree outgrew its arrays
-(rebuilt) or the export its output, the LETs follow the walk instead of running beside it.
+and the forest is walked after it (on the export stream, behind the peer copies) into a
+second buffer, which `let_add` adds; or (GALAXYVIEW_LET_WALK=one) the local walk waits for
+the LETs: some groups walk the local tree while the LETs are exchanged (the head start), then
+the others walk the tree and the forest together (walk_roots), and the head start's groups
+the forest alone (added by let_add_groups). One agreement on errors follows the walk. When
+the tree outgrew its arrays (rebuilt) or the export its output, the LETs follow the walk
+instead of running beside it.
 At each step's start the particles that the step's kick and drift will take out of their domain
 move to the domain they will be in (migrate.py: device to device on one host), so that the
 force evaluation finds the domains apart; every REBALANCE_EVERY steps
@@ -41,7 +45,7 @@ from galaxyview.cuda.compile import read_kernel
 from galaxyview.engines.cpu.cells import Tree
 from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, MAX_LEVEL,
                                               ST_CELLS, ST_FLAGS, ST_GROUPS, ST_PC, ST_PP,
-                                              ST_WALK_NEXT)
+                                              ST_WALK_NEXT, STACK_CAP)
 from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import decompose, let, let_device
 from galaxyview.engines.parallel.density_device import DeviceDensity
@@ -60,6 +64,11 @@ from galaxyview.model.state import Selection
 # are in (the head start): 1/8 at first, then sized each evaluation to end HEAD_MARGIN_MS
 # after the LETs are copied in, within [1/64, 1/2]
 HEAD_SHARE, HEAD_SHARES, HEAD_MARGIN_MS = 1 / 8, (1 / 64, 1 / 2), 0.3
+# the export beside the local walk (GALAXYVIEW_LET_EXPORT=beside): the walk's launch holds
+# back a share of its blocks (at least HOLD_BACK_MIN) for the export's launches, which take
+# twice as many; then the blocks held back join the walk. 1/16 at first, then sized each
+# evaluation for the export to end EXPORT_AIM of the way through the walk, within the shares
+HOLD_BACK_SHARE, HOLD_BACK_SHARES, HOLD_BACK_MIN, EXPORT_AIM = 1 / 16, (1 / 64, 1 / 4), 4, 0.5
 REBALANCE_EVERY = 8  # steps between new splitters (between them, only the leavers move)
 DECOMPOSE_SAMPLE = 65536  # particles a rank samples for new splitters
 
@@ -90,6 +99,18 @@ def let_walk() -> str:
     text = os.environ.get("GALAXYVIEW_LET_WALK", "apart")
     if text not in ("apart", "one"):
         raise EngineError(f"GALAXYVIEW_LET_WALK={text!r}: give one or apart")
+    return text
+
+
+def let_export() -> str:
+    """When the LET export runs (GALAXYVIEW_LET_EXPORT): "beside" the local walk (the default,
+    with the walks apart: the walk starts as soon as the tree is built, while the boxes are
+    shared and the export is queued; a few of its blocks wait for the export and then join)
+    or "before" it (the walk queued behind the export, the device idle while the host shares
+    the boxes and queues the export). GALAXYVIEW_LET_WALK=one exports before the walk."""
+    text = os.environ.get("GALAXYVIEW_LET_EXPORT", "beside")
+    if text not in ("beside", "before"):
+        raise EngineError(f"GALAXYVIEW_LET_EXPORT={text!r}: give beside or before")
     return text
 
 
@@ -144,6 +165,10 @@ class GPURank(RankMixin, GPUEngine):
         self.every = rebalance_every()
         self.let_boxes = let_boxes()
         self.let_walk = let_walk()
+        self.let_export = let_export()
+        self._beside = False  # this attempt's export runs beside the local walk
+        self._joined = False  # this evaluation's held-back blocks joined the walk (event 12)
+        self._hold_share, self._held = HOLD_BACK_SHARE, 0
         self._walk_left = False  # this evaluation's local walk waits for the LETs (walk_roots)
         self._walk_queued = None  # where this evaluation's LET walk is queued: "side", "null"
         self._cells_built = self._groups_built = self._head = 0
@@ -157,10 +182,11 @@ class GPURank(RankMixin, GPUEngine):
         self._staging: dict = {}  # pinned host buffers
         with self.activate():
             self._side_stream = self._cuda.Stream(flags=1)  # CU_STREAM_NON_BLOCKING
+            self._export_stream = self._cuda.Stream(flags=1)  # beside: export, join, LET walk
             # the multipoles' end, the export's start and end; the LET import's upload,
             # forest and walk; 6: the group boxes; 7, 8: the peer copies of the LETs; 9: the
-            # LET walk's end; 10, 11: the head start of the local walk
-            self._let_ev = tuple(self._cuda.Event() for _ in range(12))
+            # LET walk's end; 10, 11: the head start of the local walk; 12: the joined walk
+            self._let_ev = tuple(self._cuda.Event() for _ in range(13))
             self._export = let_device.DeviceExport(self)
         self._migration = Migration(self)
         self._density = DeviceDensity(self)
@@ -473,6 +499,10 @@ class GPURank(RankMixin, GPUEngine):
             return
         t0 = perf_counter()
         self._let_ev[0].record()  # the multipoles end here; the LET phase starts
+        if self.let_export == "beside" and self.let_walk == "apart":
+            self._queue_boxes(ev)  # read after the walk is queued (_export_beside)
+            self._beside = True
+            return
         mine = self._domain_boxes(ev)
         t1 = perf_counter()
         self._boxes = self._share_boxes(mine)
@@ -481,6 +511,64 @@ class GPURank(RankMixin, GPUEngine):
         self._in_span = True  # events 0..2 recorded; run_force records its 4 next
         self.parallel_ms.update(let_box_fetch=1e3 * (t1 - t0), let_box_share=1e3 * (t2 - t1),
                                 let_queue=1e3 * (perf_counter() - t2))
+
+    def _walk_launch_blocks(self) -> int:
+        return self.buf.walk_grid - (self._hold_back() if self._beside else 0)
+
+    def _hold_back(self) -> int:
+        """Blocks of the local walk that wait for the export beside it."""
+        grid = self.buf.walk_grid
+        return min(max(HOLD_BACK_MIN, round(grid * self._hold_share)), grid // 2)
+
+    def _size_hold_back(self, export_ms: float, walk_ms: float) -> None:
+        """The next evaluation's share of the walk's blocks held back, from this one's: the
+        export (on about as many blocks) took export_ms beside a walk of walk_ms; aim for it
+        to take EXPORT_AIM of the walk, changing the share at most twofold a time."""
+        if export_ms <= 0 or walk_ms <= 0:
+            return
+        factor = min(max(export_ms / (EXPORT_AIM * walk_ms), 0.5), 2.0)
+        lo, hi = HOLD_BACK_SHARES
+        self._hold_share = min(max(self._hold_share * factor, lo), hi)
+
+    def _export_beside(self) -> None:
+        """(in _force, the local walk queued with some blocks held back) The domain's boxes
+        read (their copies followed the group boxes, not the walk), shared, and the export
+        queued on the export stream, beside the walk, on the free blocks; behind it the
+        blocks held back walk too (event 12), taking groups from the same counter, with
+        their own stacks."""
+        t0 = perf_counter()
+        mine = self._read_boxes()
+        t1 = perf_counter()
+        self._boxes = self._share_boxes(mine)
+        t2 = perf_counter()
+        es, b, held = self._export_stream, self.buf, self._hold_back()
+        self._held = held
+        es.wait_for_event(self._let_ev[6])
+        self._queue_export(self.comm.rank, es, 2 * held)
+        p = b.ptr
+        npos, _ = b.set_ptrs(self._cur)
+        stacks = p("stacks") + 4 * STACK_CAP * (b.walk_threads // 32) * (b.walk_grid - held)
+        self.kernels.launch("walk", (held, 1, 1), (b.walk_threads, 1, 1), npos,
+                            *(p("cell_" + k) for k in ("mac", "q0", "q1", "link")),
+                            p("group_begin"), p("group_count"), p("acc"), stacks, p("status"),
+                            float(self.params.eps) ** 2, float(self.params.G), self.pp_leaf,
+                            stream=es)
+        self._let_ev[12].record(es)
+        self._in_span = self._joined = True
+        self.parallel_ms.update(let_box_fetch=1e3 * (t1 - t0), let_box_share=1e3 * (t2 - t1),
+                                let_queue=1e3 * (perf_counter() - t2))
+
+    def _queue_let_walk_beside(self, lets: list) -> None:
+        """(in the context) The LET walk on the export stream, behind the joined blocks, the
+        local walk (the engine's event 5) and the peer copies; the local walks'
+        interactions copied aside first (pinned 'let_base', read once event 9 is passed)."""
+        es = self._export_stream
+        es.wait_for_event(self._events[5])
+        if self._peer_path == "device" and lets:
+            es.wait_for_event(self._let_ev[8])
+        base = self._pinned("let_base", 2, np.uint64)
+        self._cuda.memcpy_dtoh_async(base, self.buf.ptr("status") + 8 * ST_PP, es)
+        self._queue_walk(lets, es)
 
     def _walk_later(self, ev) -> bool:
         """(run_force, after _before_walk) With GALAXYVIEW_LET_WALK=one, on a first attempt
@@ -515,6 +603,12 @@ class GPURank(RankMixin, GPUEngine):
         """(B, 6) float32 lo, hi: the boxes of the groups of the tree just built (their
         particles), or where the build overflowed the domain's bounding box. On the device
         path the groups' boxes stay on the device: DeviceBoxes (the others copy them)."""
+        self._queue_boxes(ev)
+        return self._read_boxes()
+
+    def _queue_boxes(self, ev) -> None:
+        """(in the context) The groups' boxes computed behind the multipoles (event 6), and
+        their count, flags, level starts and the bounding box copied on the side stream."""
         cuda, b, side = self._cuda, self.buf, self._side_stream
         p = b.ptr
         self._group_boxes_buffer()
@@ -530,7 +624,15 @@ class GPURank(RankMixin, GPUEngine):
         side.wait_for_event(self._let_ev[6])
         cuda.memcpy_dtoh_async(status, p("status"), side)
         cuda.memcpy_dtoh_async(lb, p("lb"), side)
+
+    def _read_boxes(self):
+        """_domain_boxes' result, once the side stream's copies (_queue_boxes) are in."""
+        cuda, b, side = self._cuda, self.buf, self._side_stream
+        p = b.ptr
         side.synchronize()
+        part = self._pinned("bbox", 6 * 4 * self._n_sm, np.float32)
+        status = self._pinned("status", 8, np.uint64)
+        lb = self._pinned("lb", MAX_LEVEL + 3, np.int32)
         n_groups = int(status[ST_GROUPS])
         if not int(status[ST_FLAGS]) & FLAG_CELLS:  # the export walks no deeper
             self._depth = let_device.deepest_level(lb)
@@ -587,19 +689,25 @@ class GPURank(RankMixin, GPUEngine):
         """No other rank (one process, or not attached: the engine on its own)."""
         return self.comm is None or self.comm.size == 1
 
-    def _queue_export(self, skip: int) -> None:
-        """The export against every box of self._boxes but boxes[skip], between two events."""
-        self._let_ev[1].record()
-        self._export.queue(self._boxes, skip, self._depth)
-        self._let_ev[2].record()
+    def _queue_export(self, skip: int, stream=None, blocks: int | None = None) -> None:
+        """The export against every box of self._boxes but boxes[skip], between two events,
+        on `stream` (None: the engine's), `blocks` a launch (None: DeviceExport's)."""
+        self._let_ev[1].record(stream)
+        self._export.queue(self._boxes, skip, self._depth, stream, blocks)
+        self._let_ev[2].record(stream)
 
     def _force(self, ev, active=None, refit=False) -> None:
         """The local phases with the LET export before the walk (queued, not waited for);
         then, on a first attempt and while the device walks the local tree, the LETs are
         exchanged: device to device (the sizes through MPI), or copied to pinned host memory
         on a side stream and exchanged by a host thread.
-        (Forces of all particles only: ParallelEngine runs shared steps.)"""
+        (Forces of all particles only: ParallelEngine runs shared steps.) Beside the walk
+        (GALAXYVIEW_LET_EXPORT=beside) the boxes are shared and the export queued only now,
+        with the walk already running."""
+        self._beside = False
         super()._force(ev, active, refit)
+        if self._beside:
+            self._export_beside()
         if (ev is None or self._alone() or self._thread is not None or self._lets is not None
                 or self._boxes is None):
             return
@@ -607,13 +715,18 @@ class GPURank(RankMixin, GPUEngine):
         peers = self.peer_path() == "device"
         staged = self._fetch(copy=not peers)
         if staged is None:  # the tree or the output outgrew its arrays: LETs after the walk
+            if self._joined:  # (the export and the joined walk end before anything grows)
+                self._let_ev[12].synchronize()
             return
         self._fetch_ms = 1e3 * (perf_counter() - t0)
         if peers:  # only the sizes through MPI (the walk runs meanwhile); copies queued
             self._lets = self._exchange_peers(staged)
-            if self._walk_left and self._lets and self._import_error is None:
-                with self.activate():  # the walk follows the copies on the side stream
-                    self._queue_walk(self._lets, self._side_stream)
+            if self._lets and self._import_error is None and (self._walk_left or self._joined):
+                with self.activate():  # the walk follows the copies on a side stream
+                    if self._joined:
+                        self._queue_let_walk_beside(self._lets)
+                    else:
+                        self._queue_walk(self._lets, self._side_stream)
             return
         self._thread = threading.Thread(target=self._exchange_in_thread, args=(staged,),
                                         name="galaxyview-let", daemon=True)
@@ -751,6 +864,7 @@ class GPURank(RankMixin, GPUEngine):
             return super()._evaluate()
         self._thread, self._lets, self._fetch_ms, self._boxes = None, None, 0.0, None
         self._in_span, self._import_error, self._walk_queued = False, None, None
+        self._joined = False
         self._depth = MAX_LEVEL  # (until this evaluation's tree says)
         error = None
         try:
@@ -762,6 +876,15 @@ class GPURank(RankMixin, GPUEngine):
         # the engine's 4): GPU time inside the multipoles' span, moved to let_build
         before = self._events[4].time_since(self._let_ev[0]) if self._in_span else 0.0
         t["multipoles"] = max(0.0, t.get("multipoles", 0.0) - before)
+        beside = self._joined and error is None and (self._lets is not None or
+                                                      self._thread is not None)
+        export_late = 0.0
+        if beside:  # the export beside the walk (the tree not rebuilt): the blocks held back
+            # for it sized anew; its time past the walk's end is LET build on the step's path
+            ev, walk = self._let_ev, self._events[5].time_since(self._events[4])
+            self._size_hold_back(ev[2].time_since(ev[1]), walk)
+            export_late = max(0.0, ev[2].time_since(self._events[5]))
+            before += export_late
         fetch_ms = self._fetch_ms  # beside the local walk (not on the step's path)
         t0 = perf_counter()
         peers = self.peer_path() == "device"
@@ -793,11 +916,21 @@ class GPURank(RankMixin, GPUEngine):
         if self._walk_queued is not None and not walk_ms:  # failed: the queued walk ends first
             with self.activate(), suppress(Exception):  # (its error is the one agreed on)
                 self._let_ev[9].synchronize()
+        elif self._joined and not walk_ms:  # no LET walk: the joined blocks' end, their counts
+            ended = self._joined_end()
+            error = error or ended
+        # beside, device to device: the wait for the LET sizes' allgather past the local
+        # walk's end (event 7, the peer copies' start, is queued on the idle side stream once
+        # the allgather is done), beyond the export's own lateness: LET communication
+        comm_late = 0.0
+        if beside and walk_ms and self._peer_path == "device" and lets:
+            late = self._let_ev[7].time_since(self._events[5])
+            comm_late = max(0.0, late - export_late)
         self.agree(error, "the force evaluation (the local tree or the LET walk)")
         got_c, got_p = sum(c for c, _ in lets or ()), sum(q for _, q in lets or ())
         self.parallel_ms.update(
             local_walk=t.get("walk", 0.0), let_build=before + after,
-            let_comm=1e3 * (t1 - t0) - after, let_walk=1e3 * (perf_counter() - t1),
+            let_comm=1e3 * (t1 - t0) - after + comm_late, let_walk=1e3 * (perf_counter() - t1),
             let_export=self._let_ev[2].time_since(self._let_ev[1]) if self._in_span else 0.0,
             let_fetch=fetch_ms if after == 0.0 else 0.0,
             let_forest=walk_ms.get("forest", 0.0), let_upload=walk_ms.get("upload", 0.0),
@@ -805,6 +938,7 @@ class GPURank(RankMixin, GPUEngine):
             let_interactions=walk_ms.get("pp", 0.0) + walk_ms.get("pc", 0.0),
             let_pp=walk_ms.get("pp", 0.0), let_pc=walk_ms.get("pc", 0.0),
             let_head_share=self._head / max(self._groups_built, 1),
+            let_hold_back=self._held / self.buf.walk_grid if self._joined else 0.0,
             let_cells_in=float(got_c), let_particles_in=float(got_p),
             let_sent_mib=self._sent_bytes / 2**20,
             let_boxes_in=float(sum(len(q) for q in self._boxes or ()) - len(self._own_boxes())),
@@ -812,6 +946,23 @@ class GPURank(RankMixin, GPUEngine):
         total = self.stats.pp + self.stats.pc
         self.cost = total / max(self._n, 1)
         self.parallel_ms["interactions"] = float(total)
+
+    def _joined_end(self) -> EngineError | None:
+        """Wait for the blocks that joined the local walk; its interactions and stack flag
+        read again (the first read may have come before they ended)."""
+        try:
+            with self.activate():
+                self._wait(self._let_ev[12])
+                self._read_status()
+        except Exception as exc:  # (agreed on, as any error of the evaluation)
+            return exc if isinstance(exc, EngineError) else EngineError(
+                f"the tree walk failed on the device: {exc}")
+        self.stats.pp = int(self._host_status[ST_PP])
+        self.stats.pc = int(self._host_status[ST_PC])
+        if int(self._host_status[ST_FLAGS]) & FLAG_STACK:
+            return EngineError(f"the tree walk ran out of stack at theta = "
+                               f"{self.params.theta:g}: use a larger theta")
+        return None
 
     def _walk_forest(self, lets: list) -> dict:
         """The imported LETs walked by the local groups on the device (_queue_walk, unless
@@ -823,12 +974,16 @@ class GPURank(RankMixin, GPUEngine):
         pp0, pc0 = int(self._host_status[ST_PP]), int(self._host_status[ST_PC])  # local walk's
         one = self._walk_left
         with self.activate():
-            if self._walk_queued is None:
+            if self._walk_queued is None and self._joined:
+                self._queue_let_walk_beside(lets)
+            elif self._walk_queued is None:
                 self._queue_walk(lets)
             self._wait(ev[9])
             self._read_status()
+        if self._joined:  # the local walks' counts, copied aside before the LET walk
+            pp0, pc0 = (int(v) for v in self._staging["let_base"][:2])
         if int(self._host_status[ST_FLAGS]) & FLAG_STACK:
-            raise EngineError(f"the LET walk ran out of stack at theta = "
+            raise EngineError(f"the tree walk (local or LETs) ran out of stack at theta = "
                               f"{self.params.theta:g}: use a larger theta")
         self.stats.pp = int(self._host_status[ST_PP])  # local and LET interactions
         self.stats.pc = int(self._host_status[ST_PC])

@@ -69,48 +69,54 @@ class DeviceExport:
     def _blocks(self) -> int:
         return min(1024, 2 * self.eng._n_sm)
 
-    def queue(self, boxes: list, skip: int, depth: int = MAX_LEVEL) -> None:
+    def queue(self, boxes: list, skip: int, depth: int = MAX_LEVEL, stream=None,
+              blocks: int | None = None) -> None:
         """Queue the export against the boxes of every rank r but `skip` (boxes[r]: (B, 6)
-        lo, hi, e.g. its groups'; a rank without a box needs no LET), on the engine's stream,
-        into the output buffers. depth: the tree's deepest level (deepest_level), or
-        MAX_LEVEL where it is not known."""
+        lo, hi, e.g. its groups'; a rank without a box needs no LET), on `stream` (None: the
+        engine's), into the output buffers. depth: the tree's deepest level (deepest_level),
+        or MAX_LEVEL where it is not known. blocks: of each launch (None: two an SM; fewer
+        beside the walk, which holds the rest)."""
         eng = self.eng
         b, k = eng.buf, eng.kernels
         p = b.ptr
         boxes = [valid_boxes(q) if r != skip and isinstance(q, np.ndarray) else q
                  for r, q in enumerate(boxes)]
         self._queued = [r for r in range(len(boxes)) if r != skip and len(boxes[r])]
-        where = self._upload_boxes([boxes[r] for r in self._queued])
-        b._alloc("let_ctl", 4 * CTL_WORDS)
-        b._alloc("let_counts", 8 * len(boxes))
+        where = self._upload_boxes([boxes[r] for r in self._queued], stream, blocks)
+        # (grown by a quarter: freeing a buffer would wait for the walk running beside)
+        b.room("let_ctl", 4 * CTL_WORDS)
+        b.room("let_counts", 8 * len(boxes))
         levels = min(max(int(depth), 0), MAX_LEVEL) + 1
-        b._alloc("let_tiles", 8 * (levels + 1) * max(len(where), 1))  # look-back counters
+        b.room("let_tiles", 8 * (levels + 1) * max(len(where), 1))  # look-back counters
         ctl, counts, tiles = p("let_ctl"), p("let_counts"), p("let_tiles")
         list_, acc, kid0, bodies, body0 = (b.per_cell(n, 4) for n in (
             "let_list", "let_acc", "let_kid0", "let_bodies", "let_body0"))
         self.ensure()
-        grid = (self._blocks(), 1, 1)
+        grid = (blocks or self._blocks(), 1, 1)
         npos, _ = b.set_ptrs(eng._cur)
         margin = float(np.float32(MARGIN))
         desc = p("desc")  # (the tree's look-back descriptors: a fresh epoch each launch)
-        eng._cuda.memset_d32_async(tiles, 0, 2 * (levels + 1) * max(len(where), 1))
+        eng._cuda.memset_d32_async(tiles, 0, 2 * (levels + 1) * max(len(where), 1), stream)
         for j, (box_at, node_at, start_at, count_at, box_depth) in enumerate(where):
-            k.launch("let_begin", (1, 1, 1), (1, 1, 1), ctl, list_, int(j == 0))
+            k.launch("let_begin", (1, 1, 1), (1, 1, 1), ctl, list_, int(j == 0), stream=stream)
             for lev in range(levels):
                 k.launch("let_level", grid, T, lev, p("cell_mac"), p("nchild"), p("child"),
                          list_, ctl, b.cell_cap, box_at, node_at, start_at, count_at,
-                         box_depth, margin, acc, kid0, desc, tiles, eng.next_epoch())
+                         box_depth, margin, acc, kid0, desc, tiles, eng.next_epoch(),
+                         stream=stream)
                 tiles += 8
             k.launch("let_bodies", grid, T, levels & 1, list_, acc, p("nchild"), p("count"),
-                     eng.pp_leaf, ctl, bodies, body0, desc, tiles, eng.next_epoch())
+                     eng.pp_leaf, ctl, bodies, body0, desc, tiles, eng.next_epoch(),
+                     stream=stream)
             tiles += 8
             k.launch("let_rows", grid, T, ctl, list_, acc, kid0, bodies, body0, p("cell_mac"),
                      p("cell_q0"), p("cell_q1"), p("nchild"), p("begin"), npos,
-                     p("let_out_cells"), p("let_out_parts"), self.cap_cells, self.cap_parts)
+                     p("let_out_cells"), p("let_out_parts"), self.cap_cells, self.cap_parts,
+                     stream=stream)
             k.launch("let_end", (1, 1, 1), (1, 1, 1), ctl, counts, j, self.cap_cells,
-                     self.cap_parts)
+                     self.cap_parts, stream=stream)
 
-    def _upload_boxes(self, per_rank: list) -> list:
+    def _upload_boxes(self, per_rank: list, stream=None, blocks: int | None = None) -> list:
         """Queue the upload of the queued ranks' boxes (host arrays, or DeviceBoxes copied
         device to device) and the build of their box_tree (let_box_union, level on level from
         the boxes up); per rank the device addresses of its boxes, nodes, level starts and
@@ -121,7 +127,7 @@ class DeviceExport:
         sizes = [6 * len(q) + 6 * int(count[:-1].sum()) + len(start) + len(count)
                  for q, (start, count) in zip(per_rank, levels)]
         host = self.eng._pinned("export_boxes", sum(sizes), np.float32)
-        b._alloc("let_boxes", 4 * sum(sizes))
+        b.room("let_boxes", 4 * sum(sizes))
         base, at, where = b.ptr("let_boxes"), 0, []
         for q, (start, count) in zip(per_rank, levels):
             box_at, node_at = base + 4 * at, base + 4 * (at + 6 * len(q))
@@ -134,16 +140,17 @@ class DeviceExport:
                           len(start)))
             at += len(start) + len(count)
         if sizes:
-            eng._cuda.memcpy_htod_async(base, host)
+            eng._cuda.memcpy_htod_async(base, host, stream)
         for q, (box_at, *_) in zip(per_rank, where):  # after the upload, in stream order
             if isinstance(q, DeviceBoxes):
-                eng._cuda.memcpy_dtod_async(box_at, q.ptr, 24 * q.count)
+                eng._cuda.memcpy_dtod_async(box_at, q.ptr, 24 * q.count, stream)
         for (box_at, node_at, *_), (start, count) in zip(where, levels):
             for lev in range(len(start) - 1, -1, -1):
                 below = box_at if lev == len(start) - 1 else node_at + 24 * int(start[lev + 1])
-                eng.kernels.launch("let_box_union", (eng._grid(int(count[lev])), 1, 1), T,
+                grid = eng._grid(int(count[lev]))
+                eng.kernels.launch("let_box_union", (min(grid, blocks or grid), 1, 1), T,
                                    below, int(count[lev + 1]), node_at + 24 * int(start[lev]),
-                                   int(count[lev]))
+                                   int(count[lev]), stream=stream)
         return where
 
     def _ensure_out(self, cells: int, parts: int) -> None:
