@@ -5,7 +5,6 @@ import pty
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from galaxyview.cli.main import main
