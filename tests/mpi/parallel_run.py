@@ -1,6 +1,6 @@
 """Run under mpirun by tests/test_parallel_mpi.py: a Plummer sphere on the parallel engine.
 
-argv: backend n steps out.npz. Rank 0 writes the forces after loading, the energies before
+argv: backend n steps out.npz [shrink]. Rank 0 writes the forces after loading, the energies before
 and after the steps, the final state and the per-phase times.
 """
 import sys
@@ -8,12 +8,25 @@ import sys
 import numpy as np
 
 from galaxyview.engines.parallel.decompose import owners, particle_keys
-from galaxyview.engines.parallel.engine import ParallelEngine, _engines, serve, stop_serving
+from galaxyview.engines.parallel.engine import (COMMANDS, ParallelEngine, _engines, serve,
+                                                stop_serving)
 from galaxyview.engines.parallel.mpi import Comm
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 
 backend, n, steps, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+shrink = len(sys.argv) > 5 and sys.argv[5] == "shrink"  # GPU ranks: rebuild mid-run
+
+
+def _shrink_cells(key, comm, data):
+    """(a command every rank serves) An eighth of the cells the tree arrays hold: the next
+    build overflows and is made again in grown arrays, its LETs exported after the walk."""
+    rank = _engines[key]
+    rank.buf.cell_cap = max(64, rank.buf.cell_cap // 8)
+    return rank.buf.cell_cap
+
+
+COMMANDS["shrink_cells"] = _shrink_cells
 comm = Comm(timeout=120)
 if comm.rank != 0:
     sys.exit(serve(comm))
@@ -26,6 +39,8 @@ try:
     e0 = engine.energies()
     engine.step(1)  # GPU ranks: the load's splitters (by count) made anew by measured cost
     first_cuts = engine.stats.figures.get("decompose_cuts", -1.0)
+    if shrink:
+        engine._call("shrink_cells", None)
     engine.step(steps - 1)
     moved = engine.stats.figures.get("moved_out", -1.0)  # the last step's leavers (GPU ranks)
     device_path = engine.stats.figures.get("moved_device", -1.0)  # 1: through CUDA IPC
@@ -58,7 +73,8 @@ try:
              device_path=device_path, balance=balance, rank_particles=rank_particles, let_in=let_in,
              interactions=interactions, let_pp=let_pp, outside=outside,
              first_cuts=first_cuts, rank_interactions=rank_interactions,
-             step_interactions=step_interactions)
+             step_interactions=step_interactions,
+             builds=getattr(_engines[engine._key], "_sorts", -1))  # rank 0's tree builds
     engine.close()
 finally:
     stop_serving(comm)

@@ -574,8 +574,9 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
         peers = self.peer_path() == "device"
         staged = self._fetch(copy=not peers)
         if staged is None:  # the tree or the output outgrew its arrays: LETs after the walk
-            if self._joined:  # (the export and the joined walk end before anything grows)
-                self._let_ev[12].synchronize()
+            if self._joined:  # (the export and the joined walk end before anything grows;
+                self._let_ev[12].synchronize()  # the rebuilt tree's LETs go the plain way)
+                self._joined = False
             return
         self._fetch_ms = 1e3 * (perf_counter() - t0)
         if peers:  # only the sizes through MPI (the walk runs meanwhile); copies queued
