@@ -360,7 +360,7 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
         self._let_ev[0].record()  # the multipoles end here; the LET phase starts
         if self.let_export == "beside" and self.let_walk == "apart":
             self._queue_boxes(ev)  # read after the walk is queued (_export_beside)
-            self._beside = True
+            self._beside, self._held = True, self._hold_back()
             return
         mine = self._domain_boxes(ev)
         t1 = perf_counter()
@@ -372,7 +372,7 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
                                 let_queue=1e3 * (perf_counter() - t2))
 
     def _walk_launch_blocks(self) -> int:
-        return self.buf.walk_grid - (self._hold_back() if self._beside else 0)
+        return self.buf.walk_grid - (self._held if self._beside else 0)
 
     def _hold_back(self) -> int:
         """Blocks of the local walk that wait for the export beside it."""
@@ -400,8 +400,7 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
         t1 = perf_counter()
         self._boxes = self._share_boxes(mine)
         t2 = perf_counter()
-        es, b, held = self._export_stream, self.buf, self._hold_back()
-        self._held = held
+        es, b, held = self._export_stream, self.buf, self._held
         es.wait_for_event(self._let_ev[6])
         self._queue_export(self.comm.rank, es, 2 * held)
         p = b.ptr
