@@ -1,16 +1,20 @@
 """A small MPI wrapper (mpi4py): collectives that give up after a time-out instead of hanging.
 
-Every collective is started non-blocking and polled (with a short sleep, so an idle rank
-yields its core); when it does not complete within `timeout` seconds, the message says which
-collective waited and the whole job is aborted (MPI_Abort): a rank that died or hangs never
-leaves the others waiting. Payloads of IN_FLIGHT_BYTES or more, whose peers are known to be
-there (their sizes were exchanged first), are waited for with a blocking Wait under a watchdog
-thread that aborts after the time-out: Open MPI progresses a non-blocking collective only
-inside MPI calls, so a large one broken into fragments advances one fragment per poll when
-polled with sleeps (500 MB: 6.5 s instead of 0.45 s without single-copy shared memory), and a
-blocking Wait runs without the GIL. Objects travel pickled (their size first, then the bytes
-in blocks of BLOCK bytes); numpy arrays of one dtype and width travel as they are, counted in rows
-(Alltoallv): with MPI-3's 32-bit counts, messages beyond 2 GiB go through either way.
+Every collective is started non-blocking; when it does not complete within `timeout` seconds,
+the message says which collective waited and the whole job is aborted (MPI_Abort): a rank
+that died or hangs never leaves the others waiting. Inside a command (a step's collectives)
+it is waited for with a blocking Wait, which answers within microseconds and runs without the
+GIL, under a watchdog: one thread that looks at the waits in progress every WATCH_S and
+aborts one past its deadline (where MPI allows a thread to abort while another waits, i.e.
+MPI_THREAD_MULTIPLE; otherwise polled with short sleeps, which answer 0.1-0.3 ms late). A
+rank waiting for the next command polls with sleeps growing to IDLE_POLL_S, so an idle rank
+yields its core; for IDLE_SPIN_S after a command it keeps them at POLL_S, so a run's next
+command is taken within POLL_S. Polling, Open MPI progresses a large collective broken into
+fragments one fragment per poll (500 MB: 6.5 s instead of 0.45 s without single-copy shared
+memory): an idle rank waits for payloads of IN_FLIGHT_BYTES or more with a blocking Wait.
+Objects travel pickled (their size first, then the bytes in blocks of BLOCK bytes); numpy
+arrays of one dtype and width travel as they are, counted in rows (Alltoallv): with MPI-3's
+32-bit counts, messages beyond 2 GiB go through either way.
 """
 from __future__ import annotations
 
@@ -26,8 +30,10 @@ from galaxyview.errors import EngineError
 
 TIMEOUT_S = 600.0  # default patience of one collective (GALAXYVIEW_MPI_TIMEOUT overrides)
 BLOCK = 1 << 12  # bytes of the unit pickled objects travel in
-POLL_S = 2e-4  # longest sleep between polls inside a command (a step's collectives)
+POLL_S = 2e-4  # longest sleep between polls inside a command (without MPI_THREAD_MULTIPLE)
 IDLE_POLL_S = 2e-3  # between polls of a rank waiting for the next command
+IDLE_SPIN_S = 0.05  # after a command, the wait for the next polls at POLL_S this long
+WATCH_S = 0.25  # the watchdog's look at the blocking waits in progress
 IN_FLIGHT_BYTES = 1 << 20  # payloads from this size on: a blocking Wait under a watchdog
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 
@@ -74,10 +80,40 @@ def default_timeout() -> float:
     return value
 
 
+class _Watchdog:
+    """One daemon thread that aborts the job when a blocking wait outlives its deadline; a
+    wait arms and disarms it with a dict operation (no thread started a wait)."""
+
+    def __init__(self, abort):
+        self._abort = abort
+        self._waits: dict[int, tuple[float, str]] = {}  # thread -> (deadline, message)
+        self._thread: threading.Thread | None = None
+
+    def arm(self, limit: float, message: str) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="galaxyview-mpi-watchdog",
+                                            daemon=True)
+            self._thread.start()
+        self._waits[threading.get_ident()] = (time.monotonic() + limit, message)
+
+    def disarm(self) -> None:
+        self._waits.pop(threading.get_ident(), None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(WATCH_S)
+            now = time.monotonic()
+            for deadline, message in list(self._waits.values()):
+                if now > deadline:
+                    self._abort(message)
+
+
 class Comm:
     """COMM_WORLD with time-outs: rank, size and the collectives the parallel engine uses."""
 
-    def __init__(self, timeout: float | None = None):
+    def __init__(self, timeout: float | None = None, poll: bool = False):
+        """poll: wait inside commands by polling, as where MPI lacks MPI_THREAD_MULTIPLE
+        (to compare: galaxyview.bench.mpi_wait)."""
         reason = unavailable_reason()
         if reason:
             raise EngineError(reason)
@@ -91,6 +127,9 @@ class Comm:
         self._types: dict = {}  # row types of alltoallv by (dtype, width)
         # a watchdog may abort while another thread waits inside MPI
         self._watchdog_ok = MPI.Query_thread() == MPI.THREAD_MULTIPLE
+        self._watch = self._watchdog_ok and not poll  # small collectives too
+        self._watchdog = _Watchdog(self.abort)
+        self._last_busy = 0.0  # when the last wait inside a command ended
         self.waited_s = 0.0  # the main thread's time inside collectives (see `waited`)
         self._main = threading.main_thread()
 
@@ -103,21 +142,29 @@ class Comm:
         limit = self.timeout if timeout is None else timeout
         idle = limit == float("inf")
         start = time.monotonic()
+        late = (f"process {self.rank}: no answer to {what} from the other processes within "
+                f"{limit:g} s: one of them died or hangs")
         try:
             if nbytes >= IN_FLIGHT_BYTES and idle:
                 return request.Wait()
-            if nbytes >= IN_FLIGHT_BYTES and self._watchdog_ok:
-                return self._wait_watched(request, what, limit)
-            pause, longest = 1e-5, IDLE_POLL_S if idle else POLL_S
+            big = nbytes >= IN_FLIGHT_BYTES  # (the peers are known to be there)
+            if big and self._watchdog_ok and not idle:
+                late = (f"process {self.rank}: {what} did not complete within {limit:g} s: "
+                        "one of the other processes died or hangs")
+            if (self._watch or big and self._watchdog_ok) and not idle:
+                return self._wait_watched(request, late, limit)
+            pause = 1e-5
             while not request.Test():
                 if time.monotonic() - start > limit:
-                    self.abort(f"process {self.rank}: no answer to {what} from the other "
-                               f"processes within {limit:g} s: one of them died or hangs")
+                    self.abort(late)
                 time.sleep(pause)
-                pause = min(2 * pause, longest)
+                spin = not idle or time.monotonic() - self._last_busy < IDLE_SPIN_S
+                pause = min(2 * pause, POLL_S if spin else IDLE_POLL_S)
         finally:
-            if not idle and threading.current_thread() is self._main:
-                self.waited_s += time.monotonic() - start
+            if not idle:
+                self._last_busy = time.monotonic()
+                if threading.current_thread() is self._main:
+                    self.waited_s += self._last_busy - start
 
     def waited(self) -> float:
         """ms the main thread spent in collectives since the last call (a command's wait
@@ -125,18 +172,15 @@ class Comm:
         ms, self.waited_s = 1e3 * self.waited_s, 0.0
         return ms
 
-    def _wait_watched(self, request, what: str, limit: float) -> None:
+    def _wait_watched(self, request, late: str, limit: float) -> None:
         """A blocking Wait (MPI progresses the transfer at memory speed, without the GIL)
-        with a watchdog thread that aborts the job when it is not done within `limit` s."""
-        watchdog = threading.Timer(limit, self.abort, (
-            f"process {self.rank}: {what} did not complete within {limit:g} s: one of the "
-            "other processes died or hangs",))
-        watchdog.daemon = True
-        watchdog.start()
+        under the watchdog, which aborts the job with `late` when it is not done within
+        `limit` s."""
+        self._watchdog.arm(limit, late)
         try:
             request.Wait()
         finally:
-            watchdog.cancel()
+            self._watchdog.disarm()
 
     def abort(self, message: str, code: int = 3) -> None:
         print(f"galaxyview: error: {message}; stopping every process", file=sys.stderr,
