@@ -169,7 +169,9 @@ def test_bench_times_a_scene_with_its_parameters(capsys):
     p = load_scene("mw-andromeda").params
     assert f"mw-andromeda, eps {p.eps:g}, dt {p.dt:g}" in out
     row = next(line for line in out.splitlines() if line.split()[:2] == ["3000", "0.60"])
-    assert float(row.split()[7]) > 0  # the step's ms
+    assert float(row.split()[7]) > 0  # the step's ms (its phases')
+    assert float(row.split()[8]) >= float(row.split()[7])  # its wall clock, host time too
+    assert "wall" in out.splitlines()[1].split()
 
 
 def test_bench_json_on_a_terminal_is_json_alone(tmp_path):

@@ -82,15 +82,18 @@ def cmd_bench(args) -> int:
             "Plummer, eps 0.05, dt 1/16")
     print(f"{device}: {what}, medians of {args.steps} steps after {args.warmup} warm-up")
     print(f"{'N':>9} {'theta':>5} {'sort':>7} {'build':>7} {'mpole':>7} {'walk':>8} {'integ':>7} "
-          f"{'step':>8} {'pp/p':>6} {'pc/p':>6} {'TFLOP/s':>7} {'Mpart/s':>8} {'vs Bonsai':>10}")
+          f"{'step':>8} {'wall':>8} {'pp/p':>6} {'pc/p':>6} {'TFLOP/s':>7} {'Mpart/s':>8} "
+          f"{'vs Bonsai':>10}")
     for r in rows:
         ph = r.phases_ms
         vs = f"{r.bonsai['step_ratio']:.2f}x" if r.bonsai else "-"
         print(f"{r.n:9d} {r.theta:5.2f} {ph['keys_sort']:7.2f} {ph['build']:7.2f} "
               f"{ph['multipoles']:7.2f} {ph['walk']:8.2f} {ph['integrate']:7.2f} {r.step_ms:8.2f} "
-              f"{r.pp_per_particle:6.0f} {r.pc_per_particle:6.0f} {r.walk_tflops:7.3f} "
-              f"{r.particles_per_s / 1e6:8.2f} {vs:>10}")
-        more = {k: v for k, v in ph.items() if k not in PHASES} | r.figures
+              f"{r.figures.get('wall_ms', 0.0):8.2f} {r.pp_per_particle:6.0f} "
+              f"{r.pc_per_particle:6.0f} {r.walk_tflops:7.3f} {r.particles_per_s / 1e6:8.2f} "
+              f"{vs:>10}")
+        more = ({k: v for k, v in ph.items() if k not in PHASES}
+                | {k: v for k, v in r.figures.items() if k != "wall_ms"})
         if more:  # the parallel engine's phases (slowest process of each)
             print(" " * 16 + "  ".join(f"{k} {v:.0f}" if abs(v) >= 100 else f"{k} {v:.2f}"
                                        for k, v in more.items()))
