@@ -408,6 +408,27 @@ def test_processes_share_gpus_when_asked(monkeypatch):
             launch.rank_gpu(1)
 
 
+def test_the_parallel_settings_name_their_choices(monkeypatch):
+    """GALAXYVIEW_LET_WALK, _LET_BOXES, _LET_EXPORT and _PEERS: unset, the default; a value
+    of their own, taken; anything else, an error naming the choices."""
+    from galaxyview.engines.parallel import gpu_rank, peers
+    from galaxyview.errors import EngineError
+
+    for var, read, choices in (("GALAXYVIEW_LET_WALK", gpu_rank.let_walk, ("apart", "one")),
+                               ("GALAXYVIEW_LET_BOXES", gpu_rank.let_boxes,
+                                ("groups", "domain")),
+                               ("GALAXYVIEW_LET_EXPORT", gpu_rank.let_export,
+                                ("beside", "before")),
+                               ("GALAXYVIEW_PEERS", peers.wanted, ("auto", "device", "host"))):
+        monkeypatch.delenv(var, raising=False)
+        assert read() == choices[0]
+        monkeypatch.setenv(var, choices[-1])
+        assert read() == choices[-1]
+        monkeypatch.setenv(var, "sideways")
+        with pytest.raises(EngineError, match=f"{var}='sideways': give {' or '.join(choices)}"):
+            read()
+
+
 def test_the_head_start_is_sized_to_end_just_after_the_lets_come():
     """GPURank._size_head: a head start that ended before the LETs came grows by the wait
     (plus the margin), one that outlasted them shrinks; at most twofold a time, within

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from galaxyview.engines.parallel.let_device import T
 from galaxyview.errors import EngineError
 from galaxyview.light import kernel as light
 from galaxyview.light.device import (DEVICE_VALUES, P_FLOATS, SHUFFLE_STRIDE,
                                      VALUES_FROM_ENGINE, splat_params)
 from galaxyview.model.state import Selection
-
-T = (256, 1, 1)
 
 
 class DrawMixin:

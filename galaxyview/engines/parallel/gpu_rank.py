@@ -34,7 +34,6 @@ device moved particles.
 """
 from __future__ import annotations
 
-import os
 import threading
 from contextlib import suppress
 from time import perf_counter
@@ -50,6 +49,7 @@ from galaxyview.engines.gpu.engine import GPUEngine
 from galaxyview.engines.parallel import decompose, let, let_device
 from galaxyview.engines.parallel.density_device import DeviceDensity
 from galaxyview.engines.parallel.gpu_draw import DrawMixin
+from galaxyview.engines.parallel.launch import env_choice, env_count
 from galaxyview.engines.parallel.let_device import DeviceBoxes
 from galaxyview.engines.parallel.migrate import Migration, pack_meta, unpack_meta
 from galaxyview.engines.parallel.peers import PeerBuffers, choose
@@ -71,20 +71,14 @@ DECOMPOSE_SAMPLE = 65536  # particles a rank samples for new splitters
 
 
 def rebalance_every() -> int:
-    text = os.environ.get("GALAXYVIEW_REBALANCE_EVERY", str(REBALANCE_EVERY))
-    if not text.isdigit() or int(text) < 1:
-        raise EngineError(f"GALAXYVIEW_REBALANCE_EVERY={text!r}: give a whole number >= 1")
-    return int(text)
+    return env_count("GALAXYVIEW_REBALANCE_EVERY", REBALANCE_EVERY)
 
 
 def let_boxes() -> str:
     """What describes a domain to the LET export (GALAXYVIEW_LET_BOXES): "groups" (the boxes
     of its walk's groups, the default) or "domain" (its bounding box alone: fewer tests, a
     larger LET)."""
-    text = os.environ.get("GALAXYVIEW_LET_BOXES", "groups")
-    if text not in ("groups", "domain"):
-        raise EngineError(f"GALAXYVIEW_LET_BOXES={text!r}: give groups or domain")
-    return text
+    return env_choice("GALAXYVIEW_LET_BOXES", ("groups", "domain"))
 
 
 def let_walk() -> str:
@@ -93,10 +87,7 @@ def let_walk() -> str:
     (the local tree and the forest walked together once the LETs are there, after a head
     start of some groups on the local tree alone while they are exchanged; docs/parallel.md
     has both measured)."""
-    text = os.environ.get("GALAXYVIEW_LET_WALK", "apart")
-    if text not in ("apart", "one"):
-        raise EngineError(f"GALAXYVIEW_LET_WALK={text!r}: give one or apart")
-    return text
+    return env_choice("GALAXYVIEW_LET_WALK", ("apart", "one"))
 
 
 def let_export() -> str:
@@ -105,10 +96,7 @@ def let_export() -> str:
     shared and the export is queued; a few of its blocks wait for the export and then join)
     or "before" it (the walk queued behind the export, the device idle while the host shares
     the boxes and queues the export). GALAXYVIEW_LET_WALK=one exports before the walk."""
-    text = os.environ.get("GALAXYVIEW_LET_EXPORT", "beside")
-    if text not in ("beside", "before"):
-        raise EngineError(f"GALAXYVIEW_LET_EXPORT={text!r}: give beside or before")
-    return text
+    return env_choice("GALAXYVIEW_LET_EXPORT", ("beside", "before"))
 
 
 def host_tree(cells: dict, n_leaf: int) -> Tree:

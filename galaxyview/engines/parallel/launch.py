@@ -27,13 +27,26 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def env_choice(name: str, choices: tuple[str, ...]) -> str:
+    """Environment variable `name`: one of `choices` (unset: the first)."""
+    text = os.environ.get(name, choices[0])
+    if text not in choices:
+        raise EngineError(f"{name}={text!r}: give {' or '.join(choices)}")
+    return text
+
+
+def env_count(name: str, default: int) -> int:
+    """Environment variable `name`: a whole number >= 1 (unset: `default`)."""
+    text = os.environ.get(name, str(default))
+    if not text.isdigit() or int(text) < 1:
+        raise EngineError(f"{name}={text!r}: give a whole number >= 1")
+    return int(text)
+
+
 def ranks_per_gpu() -> int:
     """Processes sharing each GPU (GALAXYVIEW_RANKS_PER_GPU, default 1): more processes than
     GPUs run the K-process code on fewer GPUs (to try it; slower than a GPU a process)."""
-    text = os.environ.get("GALAXYVIEW_RANKS_PER_GPU", "1")
-    if not text.isdigit() or int(text) < 1:
-        raise EngineError(f"GALAXYVIEW_RANKS_PER_GPU={text!r}: give a whole number >= 1")
-    return int(text)
+    return env_count("GALAXYVIEW_RANKS_PER_GPU", 1)
 
 
 def rank_gpu(local_rank: int) -> int:

@@ -11,22 +11,19 @@ rank allocated it anew (its generation changed). The leavers (migrate.py), the g
 """
 from __future__ import annotations
 
-import os
 import socket
 import zlib
 
 import numpy as np
 
+from galaxyview.engines.parallel.launch import env_choice
 from galaxyview.errors import EngineError
 
 PATHS = ("auto", "device", "host")
 
 
 def wanted() -> str:
-    text = os.environ.get("GALAXYVIEW_PEERS", "auto")
-    if text not in PATHS:
-        raise EngineError(f"GALAXYVIEW_PEERS={text!r}: give one of {', '.join(PATHS)}")
-    return text
+    return env_choice("GALAXYVIEW_PEERS", PATHS)
 
 
 def choose(eng) -> str:
