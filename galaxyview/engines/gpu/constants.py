@@ -16,6 +16,8 @@ ST_FLAGS = 2  # FLAG_* bits
 ST_CELLS = 3  # cells built
 ST_GROUPS = 4  # groups built
 ST_WALK_NEXT = 5  # next group for the persistent walk
+ST_LOCAL_PP = 6  # (a parallel rank) the local walk's ST_PP and ST_PC, copied aside before
+ST_LOCAL_PC = 7  # the LET walk adds its own
 ST_TILE0 = 8  # tile counters of the look-back launches of one step (ST_TILE0 + slot)
 STATUS_WORDS = 64
 

@@ -77,9 +77,7 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
     if ev:
         ev[4].record()
     # -- walk
-    walk_args = (npos, p("cell_mac"), p("cell_q0"), p("cell_q1"), p("cell_link"),
-                 p("group_begin"), p("group_count"), p("acc"), p("stacks"), p("status"), eps2,
-                 G, eng.pp_leaf)
+    walk_args = walk_arguments(eng, npos)
     idx = 0 if active is None else p("active_idx")
     ext = ("walk_ext", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), *walk_args, idx, ml2,
            float(eng.params.alpha))
@@ -94,6 +92,17 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
         k.launch(*ext, float(o[0]), float(o[1]), float(o[2]), 1)
     if ev:
         ev[5].record()
+
+
+def walk_arguments(eng, pos: int, cells: str = "cell_", out: str = "acc",
+                   stacks: int | None = None) -> tuple:
+    """The arguments the walk kernels (walk, walk_ext, walk_roots) begin with: positions
+    `pos`, the cells `cells` + mac, q0, q1, link, the groups, the output buffer `out`, the
+    warps' stacks (None: buf 'stacks' from its start), status, eps^2, G, the leaf p-p bound."""
+    p = eng.buf.ptr
+    return (pos, *(p(cells + k) for k in ("mac", "q0", "q1", "link")), p("group_begin"),
+            p("group_count"), p(out), p("stacks") if stacks is None else stacks, p("status"),
+            float(eng.params.eps) ** 2, float(eng.params.G), eng.pp_leaf)
 
 
 def _active_groups(eng, active, keys, persistent) -> None:

@@ -43,9 +43,11 @@ import numpy as np
 from galaxyview.cuda.compile import read_kernel
 from galaxyview.engines.cpu.cells import Tree
 from galaxyview.engines.gpu.constants import (FLAG_CELLS, FLAG_GROUPS, FLAG_STACK, MAX_LEVEL,
-                                              ST_CELLS, ST_FLAGS, ST_GROUPS, ST_PC, ST_PP,
-                                              ST_WALK_NEXT, STACK_CAP)
+                                              ST_CELLS, ST_FLAGS, ST_GROUPS, ST_LOCAL_PC,
+                                              ST_LOCAL_PP, ST_PC, ST_PP, ST_WALK_NEXT,
+                                              STACK_CAP)
 from galaxyview.engines.gpu.engine import GPUEngine
+from galaxyview.engines.gpu.phases import walk_arguments
 from galaxyview.engines.parallel import decompose, let, let_device
 from galaxyview.engines.parallel.density_device import DeviceDensity
 from galaxyview.engines.parallel.gpu_draw import DrawMixin
@@ -394,11 +396,8 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
         p = b.ptr
         npos, _ = b.set_ptrs(self._cur)
         stacks = p("stacks") + 4 * STACK_CAP * (b.walk_threads // 32) * (b.walk_grid - held)
-        self.kernels.launch("walk", (held, 1, 1), (b.walk_threads, 1, 1), npos,
-                            *(p("cell_" + k) for k in ("mac", "q0", "q1", "link")),
-                            p("group_begin"), p("group_count"), p("acc"), stacks, p("status"),
-                            float(self.params.eps) ** 2, float(self.params.G), self.pp_leaf,
-                            stream=es)
+        self.kernels.launch("walk", (held, 1, 1), (b.walk_threads, 1, 1),
+                            *walk_arguments(self, npos, stacks=stacks), stream=es)
         self._let_ev[12].record(es)
         self._in_span = self._joined = True
         self.parallel_ms.update(let_box_fetch=1e3 * (t1 - t0), let_box_share=1e3 * (t2 - t1),
@@ -407,13 +406,13 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
     def _queue_let_walk_beside(self, lets: list) -> None:
         """(in the context) The LET walk on the export stream, behind the joined blocks, the
         local walk (the engine's event 5) and the peer copies; the local walks'
-        interactions copied aside first (pinned 'let_base', read once event 9 is passed)."""
+        interactions copied aside first (status words ST_LOCAL_PP, ST_LOCAL_PC)."""
         es = self._export_stream
         es.wait_for_event(self._events[5])
         if self._peer_path == "device" and lets:
             es.wait_for_event(self._let_ev[8])
-        base = self._pinned("let_base", 2, np.uint64)
-        self._cuda.memcpy_dtoh_async(base, self.buf.ptr("status") + 8 * ST_PP, es)
+        status = self.buf.ptr("status")
+        self._cuda.memcpy_dtod_async(status + 8 * ST_LOCAL_PP, status + 8 * ST_PP, 16, es)
         self._queue_walk(lets, es)
 
     def _walk_later(self, ev) -> bool:
@@ -437,13 +436,10 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
         the cells cells + 'mac', ... (the local tree's 'cell_', the forest's 'let_') into
         buffer `out`, after resetting the group counter."""
         b = self.buf
-        p, status = b.ptr, b.ptr("status")
-        self._cuda.memset_d32_async(status + 8 * ST_WALK_NEXT, 0, 2, stream)
-        self.kernels.launch("walk_roots", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1), pos,
-                            *(p(cells + k) for k in ("mac", "q0", "q1", "link")),
-                            p("group_begin"), p("group_count"), p(out), p("stacks"), status,
-                            float(self.params.eps) ** 2, float(self.params.G), self.pp_leaf,
-                            root1, root2, g_lo, g_hi, stream=stream)
+        self._cuda.memset_d32_async(b.ptr("status") + 8 * ST_WALK_NEXT, 0, 2, stream)
+        self.kernels.launch("walk_roots", (b.walk_grid, 1, 1), (b.walk_threads, 1, 1),
+                            *walk_arguments(self, pos, cells, out), root1, root2, g_lo, g_hi,
+                            stream=stream)
 
     def _domain_boxes(self, ev):
         """(B, 6) float32 lo, hi: the boxes of the groups of the tree just built (their
@@ -801,14 +797,12 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
             with self.activate():
                 self._wait(self._let_ev[12])
                 self._read_status()
+            self._check_status()  # (the tree's arrays were checked at the first read)
         except Exception as exc:  # (agreed on, as any error of the evaluation)
             return exc if isinstance(exc, EngineError) else EngineError(
                 f"the tree walk failed on the device: {exc}")
         self.stats.pp = int(self._host_status[ST_PP])
         self.stats.pc = int(self._host_status[ST_PC])
-        if int(self._host_status[ST_FLAGS]) & FLAG_STACK:
-            return EngineError(f"the tree walk ran out of stack at theta = "
-                               f"{self.params.theta:g}: use a larger theta")
         return None
 
     def _walk_forest(self, lets: list) -> dict:
@@ -828,7 +822,7 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
             self._wait(ev[9])
             self._read_status()
         if self._joined:  # the local walks' counts, copied aside before the LET walk
-            pp0, pc0 = (int(v) for v in self._staging["let_base"][:2])
+            pp0, pc0 = int(self._host_status[ST_LOCAL_PP]), int(self._host_status[ST_LOCAL_PC])
         if int(self._host_status[ST_FLAGS]) & FLAG_STACK:
             raise EngineError(f"the tree walk (local or LETs) ran out of stack at theta = "
                               f"{self.params.theta:g}: use a larger theta")
