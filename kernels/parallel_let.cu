@@ -1,14 +1,14 @@
 // LET export on the device (engines/parallel/let_device.py): the local tree walked level by
-// level against a remote domain's boxes with let.export's acceptance test (float32, no FMA,
-// the MARGIN), the next frontier compacted by a prefix sum in the same launch (children of
-// opened cells, in order, so the LET keeps the tree's breadth-first order), then the LET's
-// cell rows (let.CELL_WIDTH float32, the link columns as int32 bits) and particles (x y z m)
-// gathered into flat output buffers, LET after LET. Appended to the engine's module
-// (nbody_common.cuh).
+// level against every remote domain's boxes at once with let.export's acceptance test
+// (float32, no FMA, the MARGIN), the next frontier compacted by a prefix sum in the same
+// launch (children of opened cells, in order, so each LET keeps the tree's breadth-first
+// order), then the LETs' cell rows (let.CELL_WIDTH float32, the link columns as int32 bits)
+// and particles (x y z m) gathered into flat output buffers, LET after LET. Appended to the
+// engine's module (nbody_common.cuh).
 //
 // ctl (int32): [0,1] and [2,3]: (start, size) of the frontier in `list`, the two slots
-// alternating by level; [4] cells C and [5] particles P of this LET; [6], [7] cells and
-// particles of all LETs so far (where the next goes); [8] 1 when the output overflowed.
+// alternating by level; [4] cells C and [5] particles P of all LETs; [6], [7] the same, what
+// the output needs; [8] bit 1: the output overflowed, bit 2: the frontier list did.
 
 #define LET_T 256  // threads of every LET kernel but let_scan_top
 #define LET_ROW 17  // let.CELL_WIDTH
@@ -101,13 +101,23 @@ let_scan_apply(const int* __restrict__ vals, const int* n_ptr,
     }
 }
 
-// -- the walk, one level a launch
-extern "C" __global__ void let_begin(int* ctl, int* list, int first)
+// -- the walk, one level a launch, of every remote domain's LET at once: the frontier holds
+// -- (cell, domain) pairs, tag = domain << 5 | level, ordered by domain within each level (the
+// -- roots in domain order, children in their parents' order), so each domain's entries, in
+// -- list order, are its LET in let.export's breadth-first order. seg[level][d] (nq + 1 a
+// -- level): the list index of the level's first entry of domain d or later.
+#define LET_TAG_BITS 5  // the level in a tag (levels < 32)
+extern "C" __global__ void let_begin(int* ctl, int* list, int* tag, int nq)
 {
-    ctl[0] = 0; ctl[1] = 1; ctl[2] = 0; ctl[3] = 0;  // the frontier: the root
-    ctl[LC_C] = ctl[LC_P] = 0;
-    if (first) ctl[LC_OUT_C] = ctl[LC_OUT_P] = ctl[LC_OVERFLOW] = 0;
-    list[0] = 0;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j == 0) {
+        ctl[0] = 0; ctl[1] = nq; ctl[2] = nq; ctl[3] = 0;  // the frontier: a root a domain
+        ctl[LC_C] = ctl[LC_P] = ctl[LC_OUT_C] = ctl[LC_OUT_P] = ctl[LC_OVERFLOW] = 0;
+    }
+    if (j < nq) {
+        list[j] = 0;
+        tag[j] = j << LET_TAG_BITS;
+    }
 }
 
 // squared distance from c to the box (lo x y z, hi x y z), float32 term by term without FMA
@@ -148,34 +158,46 @@ __device__ bool let_accepts(float4 m, const float* __restrict__ boxes,
     return true;
 }
 
-// One level of the walk in one launch: the frontier's cells tested, the exclusive scan of
-// the opened cells' children (decoupled look-back: tiles taken in order) and the children
-// written as the next frontier, in order (kid0: where a cell's children start in `list`).
+// One level of the walk in one launch: the frontier's cells tested against their domain's
+// boxes (dtab: 5 ints a domain, offsets in floats from `base` of its boxes, box_tree nodes,
+// level starts and counts, and its depth), the exclusive scan of the opened cells' children
+// (decoupled look-back: tiles taken in order) and the children written as the next frontier,
+// in order (kid0: where a cell's children start in `list`). A frontier past `cap` entries is
+// cut and flagged (LC_OVERFLOW bit 2: the host grows the list and queues the export again).
 extern "C" __global__ void __launch_bounds__(LET_T)
 let_level(int level, const float4* __restrict__ mac, const int* __restrict__ nchild,
-          const int* __restrict__ child, int* list, int* ctl, int cap,
-          const float* __restrict__ boxes, const float* __restrict__ nodes,
-          const int* __restrict__ start, const int* __restrict__ count, int depth, float margin,
-          int* __restrict__ acc, int* __restrict__ kid0, unsigned long long* desc,
-          unsigned long long* counter, unsigned epoch)
+          const int* __restrict__ child, int* list, int* tag, int* ctl, int cap,
+          const float* __restrict__ base, const int* __restrict__ dtab, int nq, float margin,
+          int* __restrict__ acc, int* __restrict__ kid0, int* __restrict__ seg,
+          unsigned long long* desc, unsigned long long* counter, unsigned epoch)
 {
     __shared__ unsigned s_prefix;
     __shared__ int s_tile;
     const int s = level & 1, first = ctl[2 * s], size = ctl[2 * s + 1], next = first + size;
     const int ntiles = (size + LET_T - 1) / LET_T;
+    int* my_seg = seg + level * (nq + 1);
     if (size == 0 && blockIdx.x == 0 && threadIdx.x == 0) {
         ctl[2 * (1 - s)] = next;
         ctl[2 * (1 - s) + 1] = 0;
+        for (int d = 0; d <= nq; d++) my_seg[d] = first;
     }
     for (int tile = next_tile(counter, &s_tile); tile < ntiles;
          tile = next_tile(counter, &s_tile)) {
         const int i = tile * LET_T + threadIdx.x;
-        int o = 0, c = 0;
+        int o = 0, c = 0, d = 0;
         if (i < size) {
             c = list[first + i];
-            const bool a = let_accepts(mac[c], boxes, nodes, start, count, depth, margin);
+            d = tag[first + i] >> LET_TAG_BITS;
+            const int* t = dtab + 5 * d;
+            const bool a = let_accepts(mac[c], base + t[0], base + t[1],
+                                       (const int*)(base + t[2]), (const int*)(base + t[3]),
+                                       t[4], margin);
             acc[first + i] = a;
             o = a ? 0 : nchild[c];
+            const int prev = i > 0 ? tag[first + i - 1] >> LET_TAG_BITS : -1;
+            for (int e = prev + 1; e <= d; e++) my_seg[e] = first + i;
+            if (i == size - 1)
+                for (int e = d + 1; e <= nq; e++) my_seg[e] = next;
         }
         int total;
         const int e = let_block_excl(o, &total);
@@ -183,14 +205,45 @@ let_level(int level, const float4* __restrict__ mac, const int* __restrict__ nch
         const int at = next + prefix + e;
         if (i < size) {
             kid0[first + i] = o > 0 ? at : 0;
-            const int c0 = o > 0 ? child[c] : 0;
-            for (int j = 0; j < o && at + j < cap; j++) list[at + j] = c0 + j;
+            const int c0 = o > 0 ? child[c] : 0, t = (d << LET_TAG_BITS) | (level + 1);
+            for (int j = 0; j < o && at + j < cap; j++) {
+                list[at + j] = c0 + j;
+                tag[at + j] = t;
+            }
         }
         if (tile == ntiles - 1 && threadIdx.x == 0) {
             ctl[2 * (1 - s)] = next;
             ctl[2 * (1 - s) + 1] = min(prefix + total, cap - next);
+            if (prefix + total > cap - next) ctl[LC_OVERFLOW] |= 2;
         }
     }
+}
+
+// Where each entry goes in the output, LET after LET (domain order), each LET level after
+// level: lay[d] the first row of domain d's LET (lay[nq]: all rows), and from lay[nq + 1]
+// rowbase[level][d], so that entry i of that level and domain is row rowbase + i.
+extern "C" __global__ void let_layout(const int* __restrict__ seg, int levels, int nq, int* ctl,
+                                      int* __restrict__ lay)
+{
+    if (blockIdx.x || threadIdx.x) return;
+    int* rowbase = lay + nq + 1;
+    int run = 0;
+    for (int d = 0; d < nq; d++) {
+        lay[d] = run;
+        for (int l = 0; l < levels; l++) {
+            const int a = seg[l * (nq + 1) + d], b = seg[l * (nq + 1) + d + 1];
+            rowbase[l * nq + d] = run - a;
+            run += b - a;
+        }
+        rowbase[levels * nq + d] = run;  // (no cell of level `levels`: the tree ends above)
+    }
+    lay[nq] = run;
+    ctl[LC_C] = run;
+}
+
+__device__ __forceinline__ int let_row(const int* __restrict__ lay, int nq, int t, int i)
+{
+    return lay[nq + 1 + (t & ((1 << LET_TAG_BITS) - 1)) * nq + (t >> LET_TAG_BITS)] + i;
 }
 
 // box_tree's level from the one below: node j the union of nodes (or boxes) LET_FAN j ..
@@ -237,29 +290,35 @@ let_group_boxes(const float4* __restrict__ pos, const int* __restrict__ group_be
 }
 
 // -- the rows
-// the particles a cell sends (an opened leaf, or an accepted one of at most pp_leaf) and
-// their exclusive scan (look-back, as let_level): where they start in the LET's particles
+// the particles a cell sends (an opened leaf, or an accepted one of at most pp_leaf), placed
+// at its row; then their exclusive scan in row order (look-back, as let_level): where they
+// start in the output's particles
 extern "C" __global__ void __launch_bounds__(LET_T)
-let_bodies(int slot, const int* __restrict__ list, const int* __restrict__ acc,
-           const int* __restrict__ nchild, const int* __restrict__ count, int pp_leaf, int* ctl,
-           int* __restrict__ bodies, int* __restrict__ body0, unsigned long long* desc,
-           unsigned long long* counter, unsigned epoch)
+let_bodies(const int* ctl, const int* __restrict__ list, const int* __restrict__ tag,
+           const int* __restrict__ acc, const int* __restrict__ nchild,
+           const int* __restrict__ count, int pp_leaf, const int* __restrict__ lay, int nq,
+           int* __restrict__ bodies)
+{
+    const int n = ctl[LC_C];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int c = list[i];
+        const bool leaf = (!acc[i] || count[c] <= pp_leaf) && nchild[c] == 0;
+        bodies[let_row(lay, nq, tag[i], i)] = leaf ? count[c] : 0;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_bodies_scan(int* ctl, const int* __restrict__ bodies, int* __restrict__ body0,
+                unsigned long long* desc, unsigned long long* counter, unsigned epoch)
 {
     __shared__ unsigned s_prefix;
     __shared__ int s_tile;
-    const int n = ctl[2 * slot] + ctl[2 * slot + 1];  // every cell of the LET
-    const int ntiles = (n + LET_T - 1) / LET_T;
-    if (blockIdx.x == 0 && threadIdx.x == 0) ctl[LC_C] = n;
+    const int n = ctl[LC_C], ntiles = (n + LET_T - 1) / LET_T;
+    if (n == 0 && blockIdx.x == 0 && threadIdx.x == 0) ctl[LC_P] = 0;
     for (int tile = next_tile(counter, &s_tile); tile < ntiles;
          tile = next_tile(counter, &s_tile)) {
         const int i = tile * LET_T + threadIdx.x;
-        int v = 0;
-        if (i < n) {
-            const int c = list[i];
-            const bool leaf = (!acc[i] || count[c] <= pp_leaf) && nchild[c] == 0;
-            v = leaf ? count[c] : 0;
-            bodies[i] = v;
-        }
+        const int v = i < n ? bodies[i] : 0;
         int total;
         const int e = let_block_excl(v, &total);
         const int prefix = (int)lookback_prefix(desc, tile, (unsigned)total, epoch, &s_prefix);
@@ -268,46 +327,58 @@ let_bodies(int slot, const int* __restrict__ list, const int* __restrict__ acc,
     }
 }
 
+// each LET's links and particle starts are its own (from its first row and particle)
 extern "C" __global__ void __launch_bounds__(LET_T)
-let_rows(const int* ctl, const int* __restrict__ list, const int* __restrict__ acc,
-         const int* __restrict__ kid0, const int* __restrict__ bodies,
-         const int* __restrict__ body0, const float4* __restrict__ mac,
+let_rows(const int* ctl, const int* __restrict__ list, const int* __restrict__ tag,
+         const int* __restrict__ acc, const int* __restrict__ kid0,
+         const int* __restrict__ bodies, const int* __restrict__ body0,
+         const int* __restrict__ lay, int nq, const float4* __restrict__ mac,
          const float4* __restrict__ q0, const float4* __restrict__ q1,
          const int* __restrict__ nchild, const int* __restrict__ begin,
          const float4* __restrict__ pos, float* __restrict__ out_cells,
          float4* __restrict__ out_parts, int cap_cells, int cap_parts)
 {
-    const int n = ctl[LC_C], np = ctl[LC_P], bc = ctl[LC_OUT_C], bp = ctl[LC_OUT_P];
-    if (bc + n > cap_cells || bp + np > cap_parts) return;  // let_end flags it
+    const int n = ctl[LC_C], np = ctl[LC_P];
+    if (n > cap_cells || np > cap_parts || ctl[LC_OVERFLOW]) return;  // let_end flags it
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const int c = list[i];
+        const int c = list[i], t = tag[i], d = t >> LET_TAG_BITS, r = let_row(lay, nq, t, i);
+        const int first = lay[d];
         const float4 m = mac[c], a = q0[c], b = q1[c];
         const int kids = acc[i] ? 0 : nchild[c];
-        float* row = out_cells + (size_t)LET_ROW * (bc + i);
+        float* row = out_cells + (size_t)LET_ROW * r;
         row[0] = m.x; row[1] = m.y; row[2] = m.z; row[3] = b.w;
         row[4] = __fdiv_rn(a.x, 3.0f); row[5] = __fdiv_rn(a.y, 3.0f);  // stored as 3Q
         row[6] = __fdiv_rn(a.z, 3.0f); row[7] = __fdiv_rn(a.w, 3.0f);
         row[8] = __fdiv_rn(b.x, 3.0f); row[9] = __fdiv_rn(b.y, 3.0f);
         row[10] = 0.0f; row[11] = 0.0f;  // size, delta: the CPU walks' (r_open^2 comes along)
-        row[12] = __int_as_float(kids > 0 ? kid0[i] : 0);
+        row[12] = __int_as_float(kids > 0 ? let_row(lay, nq, t + 1, kid0[i]) - first : 0);
         row[13] = __int_as_float(kids);
-        row[14] = __int_as_float(body0[i]);
-        row[15] = __int_as_float(bodies[i]);
+        row[14] = __int_as_float(body0[r] - body0[first]);
+        row[15] = __int_as_float(bodies[r]);
         row[16] = m.w;
-        const int nb = bodies[i], p0 = begin[c];
-        float4* dst = out_parts + bp + body0[i];
+        const int nb = bodies[r], p0 = begin[c];
+        float4* dst = out_parts + body0[r];
         for (int j = 0; j < nb; j++) dst[j] = pos[p0 + j];
     }
 }
 
-extern "C" __global__ void let_end(int* ctl, int* counts, int k, int cap_cells, int cap_parts)
+// counts[2 d], [2 d + 1]: cells and particles of domain d's LET; the totals (what the output
+// needs, also past an overflow) in ctl
+extern "C" __global__ void let_end(int* ctl, const int* __restrict__ lay,
+                                   const int* __restrict__ body0, int* counts, int nq,
+                                   int cap_cells, int cap_parts)
 {
     const int n = ctl[LC_C], np = ctl[LC_P];
-    if (ctl[LC_OUT_C] + n > cap_cells || ctl[LC_OUT_P] + np > cap_parts) ctl[LC_OVERFLOW] = 1;
-    counts[2 * k] = n;
-    counts[2 * k + 1] = np;
-    ctl[LC_OUT_C] += n;  // what the output needs, also past an overflow
-    ctl[LC_OUT_P] += np;
+    for (int d = blockIdx.x * blockDim.x + threadIdx.x; d < nq; d += gridDim.x * blockDim.x) {
+        const int lo = lay[d], hi = lay[d + 1];
+        counts[2 * d] = hi - lo;
+        counts[2 * d + 1] = (hi < n ? body0[hi] : np) - (lo < n ? body0[lo] : np);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        if (n > cap_cells || np > cap_parts) ctl[LC_OVERFLOW] |= 1;
+        ctl[LC_OUT_C] = n;
+        ctl[LC_OUT_P] = np;
+    }
 }
 
 // -- the import: the received LET rows (LET after LET, cells starting at starts[k], their

@@ -70,6 +70,7 @@ HEAD_SHARE, HEAD_SHARES, HEAD_MARGIN_MS = 1 / 8, (1 / 64, 1 / 2), 0.3
 HOLD_BACK_SHARE, HOLD_BACK_SHARES, HOLD_BACK_MIN, EXPORT_AIM = 1 / 16, (1 / 64, 1 / 4), 4, 0.5
 REBALANCE_EVERY = 8  # steps between new splitters (between them, only the leavers move)
 DECOMPOSE_SAMPLE = 65536  # particles a rank samples for new splitters
+EXPORT_TRIES = 6  # the export queued again while its list or output grows (doubled, +25%)
 
 
 def rebalance_every() -> int:
@@ -687,7 +688,7 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
             self._boxes = self._share_boxes(np.zeros((0, 6), np.float32))
         t0 = perf_counter()
         with self.activate():
-            for _ in range(3):
+            for _ in range(EXPORT_TRIES):
                 self._queue_export(self.comm.rank)
                 staged = self._fetch(copy)
                 if staged is not None:

@@ -4,12 +4,13 @@ stream after the multipoles. The other ranks copy their part of the compact resu
 device (CUDA IPC, on one host), or it goes to pinned host memory in one copy on a side stream
 (GPURank._fetch) for MPI.
 
-Per remote domain: one launch to start, then one per tree level down to the tree's deepest
-(let_level: the acceptance test against every box of the domain, through a tree of their
-unions, box_tree; the opened cells' children scanned by look-back and written as the next
-frontier), then the particles per cell with their scan (let_bodies) and the gather of the
-rows: about 20 launches a domain, which the host queues in about 0.5 ms (docs/parallel.md).
-No host synchronisation inside: the frontier sizes stay on the device. The
+All remote domains in one walk: one launch to start (a root a domain), then one per tree
+level down to the tree's deepest (let_level: each frontier cell tested against every box of
+its domain, through a tree of their unions, box_tree; the opened cells' children scanned by
+look-back and written as the next frontier, each domain's in the tree's breadth-first order),
+the rows' places (let_layout: LET after LET), the particles per cell and their scan
+(let_bodies) and the gather of the rows: about 20 launches in all, whatever the number of
+domains. No host synchronisation inside: the frontier sizes stay on the device. The
 output holds the LETs of all remote domains one after the other (rank order), so it is the
 send buffer of the LET exchange as it is. When the output is too small (let_end flags it), it
 is grown to what was needed and the export must be queued again.
@@ -31,6 +32,9 @@ CTL_WORDS = 16
 MIN_OUT = 1 << 16  # rows of the first output buffers
 FAN = 8  # nodes of box_tree under one (LET_FAN in the kernel)
 MAX_DEPTH = 9  # box_tree's levels above the boxes that let_test's stack holds (8^9 boxes)
+# the walk's frontier list (cell, tag, accepted, first child) and the rows' particles and
+# their starts; as many entries as DeviceExport.list_share of the tree's cells
+LIST_BUFFERS = ("let_list", "let_tag", "let_acc", "let_kid0", "let_bodies", "let_body0")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class DeviceExport:
         self.eng = eng
         self.cap_cells = self.cap_parts = 0
         self._queued: list[int] = []  # the ranks whose boxes were queued, in order
+        self.list_share = 1.0  # the frontier list's entries a cell of the tree (all LETs')
         self.cells = PeerBuffers("the LET cells", "let_out_cells")
         self.parts = PeerBuffers("the LET particles", "let_out_parts")
 
@@ -73,85 +78,92 @@ class DeviceExport:
               blocks: int | None = None) -> None:
         """Queue the export against the boxes of every rank r but `skip` (boxes[r]: (B, 6)
         lo, hi, e.g. its groups'; a rank without a box needs no LET), on `stream` (None: the
-        engine's), into the output buffers. depth: the tree's deepest level (deepest_level),
-        or MAX_LEVEL where it is not known. blocks: of each launch (None: two an SM; fewer
-        beside the walk, which holds the rest)."""
+        engine's), into the output buffers: all of them in one walk of the tree. depth: the
+        tree's deepest level (deepest_level), or MAX_LEVEL where it is not known. blocks: of
+        each launch (None: two an SM; fewer beside the walk, which holds the rest)."""
         eng = self.eng
         b, k = eng.buf, eng.kernels
         p = b.ptr
         boxes = [valid_boxes(q) if r != skip and isinstance(q, np.ndarray) else q
                  for r, q in enumerate(boxes)]
         self._queued = [r for r in range(len(boxes)) if r != skip and len(boxes[r])]
-        where = self._upload_boxes([boxes[r] for r in self._queued], stream, blocks)
+        nq = len(self._queued)
         # (grown by a quarter: freeing a buffer would wait for the walk running beside)
         b.room("let_ctl", 4 * CTL_WORDS)
-        b.room("let_counts", 8 * len(boxes))
-        levels = min(max(int(depth), 0), MAX_LEVEL) + 1
-        b.room("let_tiles", 8 * (levels + 1) * max(len(where), 1))  # look-back counters
-        ctl, counts, tiles = p("let_ctl"), p("let_counts"), p("let_tiles")
-        list_, acc, kid0, bodies, body0 = (b.per_cell(n, 4) for n in (
-            "let_list", "let_acc", "let_kid0", "let_bodies", "let_body0"))
+        b.room("let_counts", 8 * max(nq, 1))
         self.ensure()
+        if not nq:
+            return
+        dtab = self._upload_boxes([boxes[r] for r in self._queued], stream, blocks)
+        levels = min(max(int(depth), 0), MAX_LEVEL) + 1
+        b.room("let_tiles", 8 * (levels + 1))  # look-back counters
+        b.room("let_seg", 4 * levels * (nq + 1))
+        b.room("let_lay", 4 * (nq + 1 + (levels + 1) * nq))
+        cap = max(int(self.list_share * b.cell_cap), nq + 1)
+        list_, tag, acc, kid0, bodies, body0 = (b.per_cell(n, 4 * max(1.0, self.list_share))
+                                                for n in LIST_BUFFERS)
+        b._alloc("let_desc", 8 * (cap // T[0] + 2), zero=True)
+        ctl, tiles, seg, lay, desc = (p(n) for n in ("let_ctl", "let_tiles", "let_seg",
+                                                      "let_lay", "let_desc"))
         grid = (blocks or self._blocks(), 1, 1)
         npos, _ = b.set_ptrs(eng._cur)
         margin = float(np.float32(MARGIN))
-        desc = p("desc")  # (the tree's look-back descriptors: a fresh epoch each launch)
-        eng._cuda.memset_d32_async(tiles, 0, 2 * (levels + 1) * max(len(where), 1), stream)
-        for j, (box_at, node_at, start_at, count_at, box_depth) in enumerate(where):
-            k.launch("let_begin", (1, 1, 1), (1, 1, 1), ctl, list_, int(j == 0), stream=stream)
-            for lev in range(levels):
-                k.launch("let_level", grid, T, lev, p("cell_mac"), p("nchild"), p("child"),
-                         list_, ctl, b.cell_cap, box_at, node_at, start_at, count_at,
-                         box_depth, margin, acc, kid0, desc, tiles, eng.next_epoch(),
-                         stream=stream)
-                tiles += 8
-            k.launch("let_bodies", grid, T, levels & 1, list_, acc, p("nchild"), p("count"),
-                     eng.pp_leaf, ctl, bodies, body0, desc, tiles, eng.next_epoch(),
-                     stream=stream)
-            tiles += 8
-            k.launch("let_rows", grid, T, ctl, list_, acc, kid0, bodies, body0, p("cell_mac"),
-                     p("cell_q0"), p("cell_q1"), p("nchild"), p("begin"), npos,
-                     p("let_out_cells"), p("let_out_parts"), self.cap_cells, self.cap_parts,
-                     stream=stream)
-            k.launch("let_end", (1, 1, 1), (1, 1, 1), ctl, counts, j, self.cap_cells,
-                     self.cap_parts, stream=stream)
+        eng._cuda.memset_d32_async(tiles, 0, 2 * (levels + 1), stream)
+        k.launch("let_begin", (-(-nq // T[0]), 1, 1), T, ctl, list_, tag, nq, stream=stream)
+        for lev in range(levels):
+            k.launch("let_level", grid, T, lev, p("cell_mac"), p("nchild"), p("child"), list_,
+                     tag, ctl, cap, p("let_boxes"), dtab, nq, margin, acc, kid0, seg, desc,
+                     tiles + 8 * lev, eng.next_epoch(), stream=stream)
+        k.launch("let_layout", (1, 1, 1), (1, 1, 1), seg, levels, nq, ctl, lay, stream=stream)
+        k.launch("let_bodies", grid, T, ctl, list_, tag, acc, p("nchild"), p("count"),
+                 eng.pp_leaf, lay, nq, bodies, stream=stream)
+        k.launch("let_bodies_scan", grid, T, ctl, bodies, body0, desc, tiles + 8 * levels,
+                 eng.next_epoch(), stream=stream)
+        k.launch("let_rows", grid, T, ctl, list_, tag, acc, kid0, bodies, body0, lay, nq,
+                 p("cell_mac"), p("cell_q0"), p("cell_q1"), p("nchild"), p("begin"), npos,
+                 p("let_out_cells"), p("let_out_parts"), self.cap_cells, self.cap_parts,
+                 stream=stream)
+        k.launch("let_end", (-(-nq // T[0]), 1, 1), T, ctl, lay, body0, p("let_counts"), nq,
+                 self.cap_cells, self.cap_parts, stream=stream)
 
-    def _upload_boxes(self, per_rank: list, stream=None, blocks: int | None = None) -> list:
+    def _upload_boxes(self, per_rank: list, stream=None, blocks: int | None = None) -> int:
         """Queue the upload of the queued ranks' boxes (host arrays, or DeviceBoxes copied
         device to device) and the build of their box_tree (let_box_union, level on level from
-        the boxes up); per rank the device addresses of its boxes, nodes, level starts and
-        counts, and its depth."""
+        the boxes up), all in buffer 'let_boxes', whose last 5 ints a rank say where its
+        boxes, nodes, level starts and counts lie (in floats from the buffer's start) and its
+        depth; returns the device address of that table."""
         eng, b = self.eng, self.eng.buf
         levels = [tree_levels(len(q)) for q in per_rank]
         # one float32 buffer: per rank its boxes, nodes, then starts and counts (int32)
         sizes = [6 * len(q) + 6 * int(count[:-1].sum()) + len(start) + len(count)
                  for q, (start, count) in zip(per_rank, levels)]
-        host = self.eng._pinned("export_boxes", sum(sizes), np.float32)
-        b.room("let_boxes", 4 * sum(sizes))
+        total = sum(sizes) + 5 * len(per_rank)
+        host = self.eng._pinned("export_boxes", total, np.float32)
+        b.room("let_boxes", 4 * total)
         base, at, where = b.ptr("let_boxes"), 0, []
         for q, (start, count) in zip(per_rank, levels):
-            box_at, node_at = base + 4 * at, base + 4 * (at + 6 * len(q))
+            box_at, node_at = at, at + 6 * len(q)
             if isinstance(q, np.ndarray):
                 host[at:at + q.size] = q.reshape(-1)
             at += 6 * len(q) + 6 * int(count[:-1].sum())
             host[at:at + len(start)] = start.view(np.float32)
             host[at + len(start):at + len(start) + len(count)] = count.view(np.float32)
-            where.append((box_at, node_at, base + 4 * at, base + 4 * (at + len(start)),
-                          len(start)))
+            where.append((box_at, node_at, at, at + len(start), len(start)))
             at += len(start) + len(count)
-        if sizes:
-            eng._cuda.memcpy_htod_async(base, host, stream)
+        host[at:total] = np.array(where, np.int32).reshape(-1).view(np.float32)
+        eng._cuda.memcpy_htod_async(base, host[:total], stream)
         for q, (box_at, *_) in zip(per_rank, where):  # after the upload, in stream order
             if isinstance(q, DeviceBoxes):
-                eng._cuda.memcpy_dtod_async(box_at, q.ptr, 24 * q.count, stream)
+                eng._cuda.memcpy_dtod_async(base + 4 * box_at, q.ptr, 24 * q.count, stream)
         for (box_at, node_at, *_), (start, count) in zip(where, levels):
+            box_at, node_at = base + 4 * box_at, base + 4 * node_at
             for lev in range(len(start) - 1, -1, -1):
                 below = box_at if lev == len(start) - 1 else node_at + 24 * int(start[lev + 1])
                 grid = eng._grid(int(count[lev]))
                 eng.kernels.launch("let_box_union", (min(grid, blocks or grid), 1, 1), T,
                                    below, int(count[lev + 1]), node_at + 24 * int(start[lev]),
                                    int(count[lev]), stream=stream)
-        return where
+        return base + 4 * at
 
     def _ensure_out(self, cells: int, parts: int) -> None:
         b = self.eng.buf
@@ -174,6 +186,9 @@ class DeviceExport:
         if n:
             cuda.memcpy_dtoh_async(counts[:2 * n], b.ptr("let_counts"), stream)
         stream.synchronize()
+        if n and ctl[LC_OVERFLOW] & 2:  # the frontier outgrew its list: the output's sizes
+            self.list_share *= 2  # are not known yet
+            return None
         if n and ctl[LC_OVERFLOW]:
             self._ensure_out(int(1.25 * ctl[LC_OUT_C]) + 1, int(1.25 * ctl[LC_OUT_P]) + 1)
             return None
