@@ -138,38 +138,82 @@ __device__ __forceinline__ float let_box_d2(const float* __restrict__ box, float
 // whole (its boxes are at least as far, also in float32), so the result is that of testing
 // every box; the first near box opens the cell.
 #define LET_FAN 8
-#define LET_STACK 64  // >= depth * (LET_FAN - 1) + 1 (let_device.MAX_DEPTH)
+// A warp a cell: the lanes test the LET_FAN children of 4 near nodes at once (32 boxes a
+// round), pushing the near ones on the warp's stack (shared memory), a few rounds a level of
+// box_tree rather than a node at a time. stack: LET_WSTACK ints of this warp; one that would
+// overflow answers "open" (safe: the LET grows; not met, as a round pushes at most 32 nodes
+// and the stack holds about that many a level, MAX_DEPTH levels).
+#define LET_WSTACK 384
 __device__ bool let_accepts(float4 m, const float* __restrict__ boxes,
                             const float* __restrict__ nodes, const int* __restrict__ start,
-                            const int* __restrict__ count, int depth, float margin)
+                            const int* __restrict__ count, int depth, float margin, int* stack)
 {
+    const int lane = threadIdx.x & 31, q = lane >> 3, kid = lane & (LET_FAN - 1);
     const float r2 = __fmul_rn(m.w, margin);
-    int stack[LET_STACK];  // (level << 27) | index
-    int sp = 0;
-    stack[sp++] = 0;
+    {
+        const float* root = depth > 0 ? nodes + 6 * start[0] : boxes;
+        if (let_box_d2(root, m.x, m.y, m.z) > r2) return true;
+        if (depth == 0) return false;
+    }
+    int sp = 1;
+    if (lane == 0) stack[0] = 0;  // (level << 27) | index: the root, near
+    __syncwarp();
     while (sp > 0) {
-        const int e = stack[--sp], l = e >> 27, j = e & ((1 << 27) - 1);
-        const float* box = l < depth ? nodes + 6 * (start[l] + j) : boxes + 6 * j;
-        if (let_box_d2(box, m.x, m.y, m.z) > r2) continue;
-        if (l == depth) return false;
-        const int lo = j * LET_FAN, hi = min(lo + LET_FAN, count[l + 1]);
-        for (int k = hi - 1; k >= lo; k--) stack[sp++] = ((l + 1) << 27) | k;
+        const int take = min(sp, 32 / LET_FAN);
+        sp -= take;
+        int l = 0, ci = 0;
+        bool near = false;
+        if (q < take) {
+            const int e = stack[sp + q];
+            l = (e >> 27) + 1;
+            ci = (e & ((1 << 27) - 1)) * LET_FAN + kid;
+            if (ci < count[l]) {
+                const float* box = l < depth ? nodes + 6 * (start[l] + ci) : boxes + 6 * ci;
+                near = let_box_d2(box, m.x, m.y, m.z) <= r2;
+            }
+        }
+        __syncwarp();
+        if (__any_sync(FULL_MASK, near && l == depth)) return false;  // a near box: open
+        const unsigned push = __ballot_sync(FULL_MASK, near);
+        if (sp + __popc(push) > LET_WSTACK) return false;
+        if (near) stack[sp + __popc(push & ((1u << lane) - 1u))] = (l << 27) | ci;
+        sp += __popc(push);
+        __syncwarp();
     }
     return true;
 }
 
-// One level of the walk in one launch: the frontier's cells tested against their domain's
-// boxes (dtab: 5 ints a domain, offsets in floats from `base` of its boxes, box_tree nodes,
-// level starts and counts, and its depth), the exclusive scan of the opened cells' children
-// (decoupled look-back: tiles taken in order) and the children written as the next frontier,
-// in order (kid0: where a cell's children start in `list`). A frontier past `cap` entries is
-// cut and flagged (LC_OVERFLOW bit 2: the host grows the list and queues the export again).
+// Each frontier cell of this level tested against its domain's boxes (dtab: 5 ints a domain,
+// offsets in floats from `base` of its boxes, box_tree nodes, level starts and counts, and
+// its depth), a warp a cell: acc[] for let_level.
 extern "C" __global__ void __launch_bounds__(LET_T)
-let_level(int level, const float4* __restrict__ mac, const int* __restrict__ nchild,
-          const int* __restrict__ child, int* list, int* tag, int* ctl, int cap,
-          const float* __restrict__ base, const int* __restrict__ dtab, int nq, float margin,
-          int* __restrict__ acc, int* __restrict__ kid0, int* __restrict__ seg,
-          unsigned long long* desc, unsigned long long* counter, unsigned epoch)
+let_test(int level, const float4* __restrict__ mac, const int* __restrict__ list,
+         const int* __restrict__ tag, const int* ctl, const float* __restrict__ base,
+         const int* __restrict__ dtab, float margin, int* __restrict__ acc)
+{
+    __shared__ int stacks[LET_T / 32][LET_WSTACK];
+    const int s = level & 1, first = ctl[2 * s], size = ctl[2 * s + 1];
+    const int warp = threadIdx.x >> 5, warps = gridDim.x * (LET_T / 32);
+    for (int i = blockIdx.x * (LET_T / 32) + warp; i < size; i += warps) {
+        const int c = list[first + i], d = tag[first + i] >> LET_TAG_BITS;
+        const int* t = dtab + 5 * d;
+        const bool a = let_accepts(mac[c], base + t[0], base + t[1],
+                                   (const int*)(base + t[2]), (const int*)(base + t[3]), t[4],
+                                   margin, stacks[warp]);
+        if ((threadIdx.x & 31) == 0) acc[first + i] = a;
+    }
+}
+
+// One level of the walk in one launch, after let_test: the exclusive scan of the opened
+// cells' children (decoupled look-back: tiles taken in order) and the children written as
+// the next frontier, in order (kid0: where a cell's children start in `list`). A frontier
+// past `cap` entries is cut and flagged (LC_OVERFLOW bit 2: the host grows the list and
+// queues the export again).
+extern "C" __global__ void __launch_bounds__(LET_T)
+let_level(int level, const int* __restrict__ nchild, const int* __restrict__ child, int* list,
+          int* tag, int* ctl, int cap, int nq, const int* __restrict__ acc,
+          int* __restrict__ kid0, int* __restrict__ seg, unsigned long long* desc,
+          unsigned long long* counter, unsigned epoch)
 {
     __shared__ unsigned s_prefix;
     __shared__ int s_tile;
@@ -188,12 +232,7 @@ let_level(int level, const float4* __restrict__ mac, const int* __restrict__ nch
         if (i < size) {
             c = list[first + i];
             d = tag[first + i] >> LET_TAG_BITS;
-            const int* t = dtab + 5 * d;
-            const bool a = let_accepts(mac[c], base + t[0], base + t[1],
-                                       (const int*)(base + t[2]), (const int*)(base + t[3]),
-                                       t[4], margin);
-            acc[first + i] = a;
-            o = a ? 0 : nchild[c];
+            o = acc[first + i] ? 0 : nchild[c];
             const int prev = i > 0 ? tag[first + i - 1] >> LET_TAG_BITS : -1;
             for (int e = prev + 1; e <= d; e++) my_seg[e] = first + i;
             if (i == size - 1)

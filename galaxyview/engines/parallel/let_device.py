@@ -4,13 +4,13 @@ stream after the multipoles. The other ranks copy their part of the compact resu
 device (CUDA IPC, on one host), or it goes to pinned host memory in one copy on a side stream
 (GPURank._fetch) for MPI.
 
-All remote domains in one walk: one launch to start (a root a domain), then one per tree
-level down to the tree's deepest (let_level: each frontier cell tested against every box of
-its domain, through a tree of their unions, box_tree; the opened cells' children scanned by
-look-back and written as the next frontier, each domain's in the tree's breadth-first order),
-the rows' places (let_layout: LET after LET), the particles per cell and their scan
-(let_bodies) and the gather of the rows: about 20 launches in all, whatever the number of
-domains. No host synchronisation inside: the frontier sizes stay on the device. The
+All remote domains in one walk: one launch to start (a root a domain), then two per tree
+level down to the tree's deepest (let_test: each frontier cell tested, a warp a cell, against
+every box of its domain through a tree of their unions, box_tree; let_level: the opened
+cells' children scanned by look-back and written as the next frontier, each domain's in the
+tree's breadth-first order), the rows' places (let_layout: LET after LET), the particles per
+cell and their scan (let_bodies) and the gather of the rows: about 35 launches in all,
+whatever the number of domains. No host synchronisation inside: the frontier sizes stay on the device. The
 output holds the LETs of all remote domains one after the other (rank order), so it is the
 send buffer of the LET exchange as it is. When the output is too small (let_end flags it), it
 is grown to what was needed and the export must be queued again.
@@ -31,7 +31,7 @@ LC_OUT_C, LC_OUT_P, LC_OVERFLOW = 6, 7, 8
 CTL_WORDS = 16
 MIN_OUT = 1 << 16  # rows of the first output buffers
 FAN = 8  # nodes of box_tree under one (LET_FAN in the kernel)
-MAX_DEPTH = 9  # box_tree's levels above the boxes that let_test's stack holds (8^9 boxes)
+MAX_DEPTH = 9  # box_tree's levels above the boxes (8^9 boxes)
 # the walk's frontier list (cell, tag, accepted, first child) and the rows' particles and
 # their starts; as many entries as DeviceExport.list_share of the tree's cells
 LIST_BUFFERS = ("let_list", "let_tag", "let_acc", "let_kid0", "let_bodies", "let_body0")
@@ -111,9 +111,10 @@ class DeviceExport:
         eng._cuda.memset_d32_async(tiles, 0, 2 * (levels + 1), stream)
         k.launch("let_begin", (-(-nq // T[0]), 1, 1), T, ctl, list_, tag, nq, stream=stream)
         for lev in range(levels):
-            k.launch("let_level", grid, T, lev, p("cell_mac"), p("nchild"), p("child"), list_,
-                     tag, ctl, cap, p("let_boxes"), dtab, nq, margin, acc, kid0, seg, desc,
-                     tiles + 8 * lev, eng.next_epoch(), stream=stream)
+            k.launch("let_test", grid, T, lev, p("cell_mac"), list_, tag, ctl, p("let_boxes"),
+                     dtab, margin, acc, stream=stream)
+            k.launch("let_level", grid, T, lev, p("nchild"), p("child"), list_, tag, ctl, cap,
+                     nq, acc, kid0, seg, desc, tiles + 8 * lev, eng.next_epoch(), stream=stream)
         k.launch("let_layout", (1, 1, 1), (1, 1, 1), seg, levels, nq, ctl, lay, stream=stream)
         k.launch("let_bodies", grid, T, ctl, list_, tag, acc, p("nchild"), p("count"),
                  eng.pp_leaf, lay, nq, bodies, stream=stream)
