@@ -26,6 +26,7 @@ from galaxyview.model.params import Params
 
 SAMPLE_KEYS = 65536  # keys the splitters are cut from
 CHECK_TARGETS = 64  # particles of each domain checked against the float64 direct sum
+WEIGHINGS = 3  # cuts weighed by the last cut's interactions (the engine's new splitters)
 
 
 class _One:
@@ -196,17 +197,18 @@ def _round(ranks: list, state, params, idx: list, rows: list, check, rng) -> Non
 
 
 def _domains(ranks: list, state, params, repeats: int, check: bool, rng, log) -> dict:
-    """The K = len(ranks) domains, cut by count, then weighed by each one's interactions
-    (local and LET walks) as the parallel engine weighs its ranks; medians of `repeats`."""
+    """The K = len(ranks) domains, cut by count, then WEIGHINGS times weighed by each one's
+    interactions (local and LET walks), as the parallel engine weighs its ranks at each new
+    decomposition; medians of `repeats`."""
     k = len(ranks)
     owner = cut(state.pos, k)
-    for first in (True, False):
+    for last in [False] * WEIGHINGS + [True]:
         idx = [np.flatnonzero(owner == r) for r in range(k)]
         for r in range(k):
             ranks[r].load(state.take(idx[r]))
         rows = [dict(rank=r, n=len(idx[r]), export=[], local=[], walk=[], one=[])
                 for r in range(k)]
-        if first:
+        if not last:
             _round(ranks, state, params, idx, rows, False, rng)
             cost = np.array([(w["local_pp"] + w["local_pc"] + w["pp"] + w["pc"]) / max(w["n"], 1)
                              for w in rows])
@@ -224,9 +226,11 @@ def _domains(ranks: list, state, params, repeats: int, check: bool, rng, log) ->
             f"{row['export']:.2f} ms" + (", error p50 {:.2e} p99 {:.2e}".format(*row["error"])
                                          if "error" in row else ""))
     slowest = max(r["local"] + r["walk"] for r in rows)
-    total = sum(r["local_pp"] + r["local_pc"] + r["pp"] + r["pc"] for r in rows)
+    each = [r["local_pp"] + r["local_pc"] + r["pp"] + r["pc"] for r in rows]
     return dict(k=k, rows=rows, slowest_walks=slowest, slowest_one=max(r["one"] for r in rows),
-                slowest_export=max(r["export"] for r in rows), total_interactions=total)
+                slowest_export=max(r["export"] for r in rows), total_interactions=sum(each),
+                interactions_spread=max(each) * k / sum(each),
+                imbalance=slowest * k / sum(r["local"] + r["walk"] for r in rows))
 
 
 def _summary(out: dict, log=print) -> None:
@@ -239,7 +243,8 @@ def _summary(out: dict, log=print) -> None:
         log(f"K={k}: the slowest domain walks {d['slowest_walks']:.2f} ms (as one walk "
             f"{d['slowest_one']:.2f}; export {d['slowest_export']:.2f}) against "
             f"{out['walk'] / k:.2f} ms, a K-th of one GPU's: walk efficiency "
-            f"{d['walk_efficiency']:.3f}; interactions bound {d['interaction_bound']:.3f}")
+            f"{d['walk_efficiency']:.3f}; interactions bound {d['interaction_bound']:.3f}; "
+            f"imbalance {d['imbalance']:.3f} (interactions {d['interactions_spread']:.3f})")
 
 
 def _state(scene: str | None, n: int):
