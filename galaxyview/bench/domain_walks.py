@@ -39,13 +39,16 @@ class _One:
 
 
 def cut(pos: np.ndarray, k: int, cost: np.ndarray | None = None,
-        owner: np.ndarray | None = None) -> np.ndarray:
+        owner: np.ndarray | None = None, snap: float | None = None) -> np.ndarray:
     """The domain (0..k-1) of each particle: splitters from a key sample, each key weighed by
-    its particle's domain's cost a particle (`cost` by `owner`; None: by count)."""
+    its particle's domain's cost a particle (`cost` by `owner`; None: by count), each moved to
+    a coarse cell within `snap` of a part's weight (None: the engine's SNAP_TOLERANCE)."""
     keys = decompose.particle_keys(pos, decompose.global_cube(_One(), pos))
     at = np.linspace(0, len(keys) - 1, min(SAMPLE_KEYS, len(keys))).astype(np.int64)
     weight = np.ones(len(at)) if cost is None else cost[owner[at]]
-    return decompose.owners(keys, decompose.split_sample(keys[at], weight, k)).astype(np.int64)
+    snap = decompose.SNAP_TOLERANCE if snap is None else snap
+    cuts = decompose.split_sample(keys[at], weight, k, snap)
+    return decompose.owners(keys, cuts).astype(np.int64)
 
 
 def _domain_rank(params):
@@ -135,7 +138,7 @@ def _errors(eng, state, params, idx: np.ndarray, targets: np.ndarray) -> tuple:
 
 
 def measure(state, params, domains: list[int], repeats: int = 3, check: bool = True,
-            log=print) -> dict:
+            log=print, snap: float | None = None) -> dict:
     """The one-GPU walk of `state` and, for each K in `domains`, each domain's local walk,
     export and LET walk (apart and as one): medians of `repeats`."""
     from galaxyview.engines.gpu.engine import GPUEngine
@@ -163,7 +166,8 @@ def measure(state, params, domains: list[int], repeats: int = 3, check: bool = T
     for k in domains:
         ranks = [_domain_rank(params) for _ in range(k)]
         try:
-            out["domains"].append(_domains(ranks, state, params, repeats, check, rng, log))
+            out["domains"].append(_domains(ranks, state, params, repeats, check, rng, log,
+                                           snap))
         finally:
             for e in ranks:
                 e.close()
@@ -196,12 +200,13 @@ def _round(ranks: list, state, params, idx: list, rows: list, check, rng) -> Non
                                                     "cells_in", "particles_in", "upload")})
 
 
-def _domains(ranks: list, state, params, repeats: int, check: bool, rng, log) -> dict:
+def _domains(ranks: list, state, params, repeats: int, check: bool, rng, log,
+             snap: float | None = None) -> dict:
     """The K = len(ranks) domains, cut by count, then WEIGHINGS times weighed by each one's
     interactions (local and LET walks), as the parallel engine weighs its ranks at each new
     decomposition; medians of `repeats`."""
     k = len(ranks)
-    owner = cut(state.pos, k)
+    owner = cut(state.pos, k, snap=snap)
     for last in [False] * WEIGHINGS + [True]:
         idx = [np.flatnonzero(owner == r) for r in range(k)]
         for r in range(k):
@@ -212,7 +217,7 @@ def _domains(ranks: list, state, params, repeats: int, check: bool, rng, log) ->
             _round(ranks, state, params, idx, rows, False, rng)
             cost = np.array([(w["local_pp"] + w["local_pc"] + w["pp"] + w["pc"]) / max(w["n"], 1)
                              for w in rows])
-            owner = cut(state.pos, k, cost, owner)
+            owner = cut(state.pos, k, cost, owner, snap)
     for rep in range(repeats):
         _round(ranks, state, params, idx, rows, check and rep == 0, rng)
     for row in rows:
@@ -265,11 +270,15 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-check", action="store_true",
                     help="skip the float64 direct sums (minutes at 64M)")
+    ap.add_argument("--snap", type=float, default=None,
+                    help="the splitters' snap to coarse cells, a fraction of a part's weight "
+                         "(default: the engine's)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     t0 = perf_counter()
     state, params = _state(a.scene, a.n)
-    out = measure(state, params.with_(theta=a.theta), a.domains, a.repeats, not a.no_check)
+    out = measure(state, params.with_(theta=a.theta), a.domains, a.repeats, not a.no_check,
+                  snap=a.snap)
     print(f"({perf_counter() - t0:.0f} s)")
     if a.json:
         with open(a.json, "w") as f:
