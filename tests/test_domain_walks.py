@@ -30,7 +30,7 @@ def test_the_domains_are_stretches_of_the_key_curve_weighed_by_cost():
 def test_each_domain_walked_with_the_others_lets_gets_one_trees_forces(k):
     state = plummer_sphere(60000, np.random.default_rng(3))
     out = domain_walks.measure(state, Params(theta=0.6, eps=0.05, dt=1 / 16), [k],
-                               repeats=1, log=lambda *_: None)
+                               repeats=1, log=lambda *_: None, group_parts=3)
     one_p50, one_p99 = out["error"]
     (got,) = out["domains"]
     assert sum(r["n"] for r in got["rows"]) == 60000
@@ -41,3 +41,7 @@ def test_each_domain_walked_with_the_others_lets_gets_one_trees_forces(k):
         assert row["one"] > 0 and row["export"] > 0
     # cutting the tree costs interactions, but not many
     assert 0.7 < got["interaction_bound"] < 1.0
+    # the LET walk by ranges of groups: the same walk, its interactions split among them
+    for row, parts in zip(got["rows"], got["group_parts"]):
+        assert len(parts) == 3 and all(p["ms"] > 0 for p in parts)
+        assert sum(p["interactions"] for p in parts) == row["pp"] + row["pc"]

@@ -1,14 +1,18 @@
 """The walks of K domains, one at a time on one GPU: the device work each rank of a K-GPU run
 does in its force evaluation, measured without K GPUs. The particles are cut into K domains as
 the parallel engine cuts them (Peano-Hilbert keys in the cube about the median point, splitters
-weighed by each domain's interactions, measured on a first cut by count); each domain is a
+by count, then weighed three times by each domain's measured interactions); each domain is a
 parallel GPU rank on its own, whose local walk, export of the LETs against the other domains'
 group boxes and walk of the imported LETs (apart, and with the local tree as one walk) are
 timed with CUDA events (medians). The one-GPU engine walks all particles for comparison, and
 a float64 direct sum on a sample checks the domains' forces (local + LETs). For the parallel
 engine's developers (docs/parallel.md, "The domains' walks on one GPU"):
 
-    python -m galaxyview.bench.domain_walks --n 16777216 --domains 2 4 [--scene NAME] [--json F]
+    python -m galaxyview.bench.domain_walks --n 16777216 --domains 2 4 [--scene NAME]
+        [--theta T] [--snap S] [--group-parts P] [--no-check] [--json F]
+
+--group-parts P walks each domain's LETs again in P ranges of its groups (a long tail's
+groups and their boxes).
 """
 from __future__ import annotations
 
@@ -138,7 +142,7 @@ def _errors(eng, state, params, idx: np.ndarray, targets: np.ndarray) -> tuple:
 
 
 def measure(state, params, domains: list[int], repeats: int = 3, check: bool = True,
-            log=print, snap: float | None = None) -> dict:
+            log=print, snap: float | None = None, group_parts: int = 0) -> dict:
     """The one-GPU walk of `state` and, for each K in `domains`, each domain's local walk,
     export and LET walk (apart and as one): medians of `repeats`."""
     from galaxyview.engines.gpu.engine import GPUEngine
@@ -167,7 +171,7 @@ def measure(state, params, domains: list[int], repeats: int = 3, check: bool = T
         ranks = [_domain_rank(params) for _ in range(k)]
         try:
             out["domains"].append(_domains(ranks, state, params, repeats, check, rng, log,
-                                           snap))
+                                           snap, group_parts))
         finally:
             for e in ranks:
                 e.close()
@@ -188,11 +192,11 @@ def _round(ranks: list, state, params, idx: list, rows: list, check, rng) -> Non
             lets[t][s] = sent[t]
     for t in range(k):
         mine = [x for x in lets[t] if x is not None]
-        apart = _let_walk(ranks[t], mine, one=False)
+        one = _let_walk(ranks[t], mine, one=True)
+        apart = _let_walk(ranks[t], mine, one=False)  # (its forest stays: _by_group_parts)
         if check:
             tg = rng.choice(len(idx[t]), min(CHECK_TARGETS, len(idx[t])), False)
             rows[t]["error"] = _errors(ranks[t], state, params, idx[t], tg)
-        one = _let_walk(ranks[t], mine, one=True)
         rows[t]["local"].append(apart["local"])
         rows[t]["walk"].append(apart["walk"])
         rows[t]["one"].append(one["walk"])
@@ -201,7 +205,7 @@ def _round(ranks: list, state, params, idx: list, rows: list, check, rng) -> Non
 
 
 def _domains(ranks: list, state, params, repeats: int, check: bool, rng, log,
-             snap: float | None = None) -> dict:
+             snap: float | None = None, group_parts: int = 0) -> dict:
     """The K = len(ranks) domains, cut by count, then WEIGHINGS times weighed by each one's
     interactions (local and LET walks), as the parallel engine weighs its ranks at each new
     decomposition; medians of `repeats`."""
@@ -235,7 +239,44 @@ def _domains(ranks: list, state, params, repeats: int, check: bool, rng, log,
     return dict(k=k, rows=rows, slowest_walks=slowest, slowest_one=max(r["one"] for r in rows),
                 slowest_export=max(r["export"] for r in rows), total_interactions=sum(each),
                 interactions_spread=max(each) * k / sum(each),
-                imbalance=slowest * k / sum(r["local"] + r["walk"] for r in rows))
+                imbalance=slowest * k / sum(r["local"] + r["walk"] for r in rows),
+                group_parts=_by_group_parts(ranks, group_parts, log) if group_parts else [])
+
+
+def _by_group_parts(ranks: list, parts: int, log) -> list:
+    """Each domain's LET walk (the forest its last LET walk uploaded) again, `parts` ranges
+    of its groups at a time: per range the ms, interactions and its groups' box widths (the
+    groups of a long tail)."""
+    import pycuda.driver as cuda
+
+    from galaxyview.engines.gpu.constants import ST_GROUPS, ST_PC, ST_PP
+
+    out = []
+    for t, eng in enumerate(ranks):
+        width = np.ptp(eng._read_boxes().reshape(-1, 2, 3), axis=1).max(axis=1)
+        rows = []
+        with eng.activate():
+            eng._read_status()
+            groups = int(eng._host_status[ST_GROUPS])
+            for j in range(parts):
+                lo, hi = groups * j // parts, groups * (j + 1) // parts
+                eng._read_status()
+                before = int(eng._host_status[ST_PP]) + int(eng._host_status[ST_PC])
+                a, b = cuda.Event(), cuda.Event()
+                a.record()
+                eng._walk_roots(eng.buf.ptr("let_pos"), "let_", "let_acc", 0, -1, lo, hi)
+                b.record()
+                b.synchronize()
+                eng._read_status()
+                got = int(eng._host_status[ST_PP]) + int(eng._host_status[ST_PC]) - before
+                w = width[lo:hi] if hi > lo else np.zeros(1)
+                rows.append(dict(ms=b.time_since(a), interactions=got,
+                                 width_median=float(np.median(w)), width_max=float(w.max())))
+                log(f"   domain {t}, groups {lo}-{hi}: LET walk {rows[-1]['ms']:.2f} ms, "
+                    f"{got / 1e6:.1f}M interactions, box width median "
+                    f"{rows[-1]['width_median']:.3f} max {rows[-1]['width_max']:.3f}")
+        out.append(rows)
+    return out
 
 
 def _summary(out: dict, log=print) -> None:
@@ -273,12 +314,14 @@ def main(argv=None) -> None:
     ap.add_argument("--snap", type=float, default=None,
                     help="the splitters' snap to coarse cells, a fraction of a part's weight "
                          "(default: the engine's)")
+    ap.add_argument("--group-parts", type=int, default=0,
+                    help="walk each domain's LETs again in this many ranges of its groups")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     t0 = perf_counter()
     state, params = _state(a.scene, a.n)
     out = measure(state, params.with_(theta=a.theta), a.domains, a.repeats, not a.no_check,
-                  snap=a.snap)
+                  snap=a.snap, group_parts=a.group_parts)
     print(f"({perf_counter() - t0:.0f} s)")
     if a.json:
         with open(a.json, "w") as f:
