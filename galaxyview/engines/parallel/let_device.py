@@ -10,7 +10,9 @@ every box of its domain through a tree of their unions, box_tree; let_level: the
 cells' children scanned by look-back and written as the next frontier, each domain's in the
 tree's breadth-first order), the rows' places (let_layout: LET after LET), the particles per
 cell and their scan (let_bodies) and the gather of the rows: about 35 launches in all,
-whatever the number of domains. No host synchronisation inside: the frontier sizes stay on the device. The
+whatever the number of domains. No host synchronisation inside: the frontier sizes stay on
+the device. A frontier longer than its list (DeviceExport.list_share of the tree's cells) is
+flagged by let_level; the list is doubled and the export must be queued again. The
 output holds the LETs of all remote domains one after the other (rank order), so it is the
 send buffer of the LET exchange as it is. When the output is too small (let_end flags it), it
 is grown to what was needed and the export must be queued again.
