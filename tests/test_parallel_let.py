@@ -452,3 +452,31 @@ def test_the_head_start_is_sized_to_end_just_after_the_lets_come():
     for _ in range(20):
         GPURank._size_head(rank, 10.0, -10.0)
     assert rank._head_share == HEAD_SHARES[0]
+
+
+def test_the_device_export_is_queued_again_until_it_fits_then_gives_up():
+    """GPURank._export_fitted (its logic, no device): queued again while _fetch says the list
+    or output grew, the first fitting result returned; past EXPORT_TRIES a clear error."""
+    from galaxyview.engines.parallel import gpu_rank
+    from galaxyview.errors import EngineError
+
+    class Rank:
+        _export_fitted = gpu_rank.GPURank._export_fitted
+
+        def __init__(self, fits_at):
+            self.tries, self.fits_at, self.skips = 0, fits_at, []
+
+        def _queue_export(self, skip):
+            self.tries += 1
+            self.skips.append(skip)
+
+        def _fetch(self, copy):
+            return ("rows", copy) if self.tries >= self.fits_at else None
+
+    fits = Rank(3)
+    assert fits._export_fitted(2, copy=False) == ("rows", False)
+    assert fits.tries == 3 and fits.skips == [2, 2, 2]
+    never = Rank(gpu_rank.EXPORT_TRIES + 1)
+    with pytest.raises(EngineError, match="no room on the device"):
+        never._export_fitted(0)
+    assert never.tries == gpu_rank.EXPORT_TRIES

@@ -83,19 +83,11 @@ def _local(eng) -> dict:
 def _export(src, boxes: list, me: int) -> tuple[float, list]:
     """The source domain's export against every other domain's boxes (one queue, as a rank
     exports): its ms and each destination's (cells, particles) rows (None for itself)."""
-    from galaxyview.engines.parallel.gpu_rank import EXPORT_TRIES
     from galaxyview.engines.parallel.let import CELL_WIDTH
 
     with src.activate():
         src._boxes = boxes
-        for _ in range(EXPORT_TRIES):  # (a list or output too small is grown: queued again)
-            src._queue_export(me)
-            staged = src._fetch(copy=True)
-            if staged is not None:
-                break
-        else:
-            raise RuntimeError("the LET export found no room on the device")
-        cells, parts, per_rank = staged
+        cells, parts, per_rank = src._export_fitted(me)
         ms = src._let_ev[2].time_since(src._let_ev[1])
     out, c0, p0 = [], 0, 0
     for r, (nc, npart) in enumerate(per_rank.tolist()):

@@ -688,16 +688,21 @@ class GPURank(DrawMixin, RankMixin, GPUEngine):
             self._boxes = self._share_boxes(np.zeros((0, 6), np.float32))
         t0 = perf_counter()
         with self.activate():
-            for _ in range(EXPORT_TRIES):
-                self._queue_export(self.comm.rank)
-                staged = self._fetch(copy)
-                if staged is not None:
-                    break
-            else:
-                raise EngineError("the LET export found no room on the device; "
-                                  "use fewer particles per GPU")
+            staged = self._export_fitted(self.comm.rank, copy)
         self._fetch_ms = 1e3 * (perf_counter() - t0)
         return staged
+
+    def _export_fitted(self, skip: int, copy: bool = True):
+        """(in the context) The export against self._boxes but boxes[skip], waited for and
+        queued again while its list or output grows: _fetch's (cells, particles, rows per
+        rank)."""
+        for _ in range(EXPORT_TRIES):
+            self._queue_export(skip)
+            staged = self._fetch(copy)
+            if staged is not None:
+                return staged
+        raise EngineError("the LET export found no room on the device; "
+                          "use fewer particles per GPU")
 
     def _evaluate(self, active=None) -> None:
         self.evaluations += 1
