@@ -33,6 +33,10 @@ __device__ __forceinline__ int lower_digit(const unsigned long long* keys, int l
 
 // Split the cells of level l into their non-empty children (level l + 1), numbered after
 // lb[l + 1] in parent order; one launch per level, a single pass thanks to look-back.
+// The seven child boundaries of a cell are binary searches. A level of few cells for the
+// grid (the upper levels: few cells of many particles) is cut into tiles of 128, 64 or 32
+// cells, whose searches 2, 4 or 8 threads a cell share, so more blocks work and the chain
+// of dependent loads is one or two searches long instead of seven.
 extern "C" __global__ void __launch_bounds__(TREE_THREADS)
 build_level(int l, int n_leaf, int cap, const unsigned long long* __restrict__ keys, int* lb,
             int* level, int* begin, int* count, int* child, int* nchild, int* parent,
@@ -42,32 +46,47 @@ build_level(int l, int n_leaf, int cap, const unsigned long long* __restrict__ k
     __shared__ int scratch[9];
     __shared__ unsigned s_prefix;
     __shared__ int s_tile;
+    __shared__ int s_bound[TREE_THREADS][8];  // a cell's child starts: digits 1..7
     if (status[ST_FLAGS] & FLAG_CELLS) return;  // an earlier level overflowed: rebuild follows
-    const int lo = lb[l], hi = lb[l + 1];
-    const int ntiles = (hi - lo + TREE_THREADS - 1) / TREE_THREADS;
+    const int lo = lb[l], hi = lb[l + 1], cells = hi - lo, grid = (int)gridDim.x;
+    const int share = cells <= 32 * grid ? 8 : cells <= 64 * grid ? 4 : cells <= 128 * grid ? 2 : 1;
+    const int per_tile = TREE_THREADS / share;  // cells a tile (the buffers' desc: cap / 32)
+    const int ntiles = (cells + per_tile - 1) / per_tile;
     if (ntiles == 0) {
         if (blockIdx.x == 0 && threadIdx.x == 0) lb[l + 2] = hi;
         return;
     }
     for (int tile = next_tile(counter, &s_tile); tile < ntiles; tile = next_tile(counter, &s_tile)) {
-        const int p = lo + tile * TREE_THREADS + threadIdx.x;
-        int b = 0, c = 0, nch = 0;
-        if (p < hi) {
-            b = begin[p]; c = count[p];
+        const int first_cell = lo + tile * per_tile;
+        const int m = min(per_tile, hi - first_cell);  // cells in this tile
+        for (int t = threadIdx.x; t < m * share; t += TREE_THREADS) {
+            const int i = t / share, part = t % share, q = first_cell + i;
+            const int b = begin[q], c = count[q];
             if (c > n_leaf && l < MAX_LEVEL) {
-                int prev = b;
-                for (int d = 1; d <= 8; d++) {
-                    int s = d < 8 ? lower_digit(keys, prev, b + c, l + 1, d) : b + c;
-                    nch += s > prev;
-                    prev = s;
-                }
+                int at = b;  // this thread's digits: a contiguous run of 1..7
+                for (int d = 1 + 7 * part / share; d <= 7 * (part + 1) / share; d++)
+                    s_bound[i][d] = at = lower_digit(keys, at, b + c, l + 1, d);
+            }
+        }
+        __syncthreads();
+        const int p = first_cell + threadIdx.x;  // this thread's cell where threadIdx.x < m
+        const bool mine = (int)threadIdx.x < m;
+        int b = 0, c = 0, nch = 0;
+        if (mine) { b = begin[p]; c = count[p]; }
+        const bool splits = mine && c > n_leaf && l < MAX_LEVEL;
+        if (splits) {
+            int prev = b;
+            for (int d = 1; d <= 8; d++) {
+                const int s = d < 8 ? s_bound[threadIdx.x][d] : b + c;
+                nch += s > prev;
+                prev = s;
             }
         }
         int total;
         int excl = block_excl_scan256(nch, scratch, &total);
         unsigned prefix = lookback_prefix(desc, tile, (unsigned)total, epoch, &s_prefix);
         int first = hi + (int)prefix + excl;
-        if (p < hi) {
+        if (mine) {
             const bool fits = first + nch <= cap;
             child[p] = nch && fits ? first : 0;
             nchild[p] = fits ? nch : 0;
@@ -75,7 +94,7 @@ build_level(int l, int n_leaf, int cap, const unsigned long long* __restrict__ k
             else if (nch) {
                 int prev = b, j = first;
                 for (int d = 1; d <= 8; d++) {
-                    int s = d < 8 ? lower_digit(keys, prev, b + c, l + 1, d) : b + c;
+                    const int s = d < 8 ? s_bound[threadIdx.x][d] : b + c;
                     if (s > prev) {
                         level[j] = l + 1; begin[j] = prev; count[j] = s - prev; parent[j] = p;
                         j++;

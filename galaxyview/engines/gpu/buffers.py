@@ -142,7 +142,7 @@ class Buffers:
         if MOMENT_BYTES * c > self._sizes["set0"]:  # the idle particle set is too small
             self._alloc("moments", MOMENT_BYTES * c)
         ntiles_sort_scan = -(-256 * -(-self.n_cap // SORT_TILE) // SCAN_TILE)
-        tiles = max(-(-c // 256), ntiles_sort_scan) + 1
+        tiles = max(-(-c // 32), ntiles_sort_scan) + 1  # build_level: tiles of 32 cells
         self._alloc("desc", 8 * tiles, zero=True)
         for name, nbytes in self._extra_cell.items():
             self._alloc(name, nbytes * c)
