@@ -3,6 +3,12 @@
 Python API (docs/python-api.md): `galaxyview.open(source, ...)` gives a Simulation,
 `galaxyview.load(path)` a Snapshot; errors are `galaxyview.GalaxyviewError`.
 """
+import os
+
+# numba colours its error messages through colorama where that is installed, whose exit
+# handler then writes a terminal reset to stdout on a terminal (mpirun gives its ranks one),
+# around a process's JSON output: set before any galaxyview module imports numba
+os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 
 from galaxyview.errors import (EngineError, GalaxyviewError, ParameterError, SceneError,
                                SnapshotError)

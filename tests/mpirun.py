@@ -3,7 +3,6 @@ galaxyview command, with the checkout first on the PYTHONPATH (the caller's afte
 kit's pycuda) and a time-out."""
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +31,7 @@ def galaxyview(*args, timeout: float = 120, **extra_env):
 
 
 def last_json(stdout: str) -> dict:
-    """The last JSON line a script printed (mpirun may add terminal codes before or after it,
-    as Open MPI 4.1.6 does on the GPU machines)."""
-    plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", stdout)
-    lines = [line for line in plain.splitlines() if line.strip().startswith("{")]
+    """The last JSON line a script printed (mpirun may add terminal codes after it)."""
+    lines = [line for line in stdout.splitlines() if line.strip().startswith("{")]
     assert lines, f"no JSON line in the output: {stdout[-500:]!r}"
     return json.loads(lines[-1])

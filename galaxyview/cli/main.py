@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from galaxyview.version import __version__
@@ -115,10 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    # numba colours its error messages through colorama where that is installed, whose exit
-    # handler then writes a terminal reset to stdout on a terminal (mpirun gives its ranks
-    # one), after the --json output
-    os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
     # no command: the viewer, with the same arguments as 'view'
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["view", *argv]
