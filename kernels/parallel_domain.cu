@@ -1,8 +1,8 @@
 // Domain migration on the device (engines/parallel/migrate.py): each particle's Peano-Hilbert
 // key in the global cube (Skilling's transform, as engines/parallel/hilbert.py), its owner
-// among the splitters, the split of the particle set into the ones that stay (compacted, in
-// order, into the idle set) and the ones that leave (rows in the outbox, which the other ranks
-// read), the slots the arrivals take and the arrivals themselves. Appended to the engine's
+// among the splitters, the leavers' rows in the outbox (which the other ranks read), the
+// loaded slots the arrivals take and the arrivals themselves, in the holes the leavers left
+// (the stayers stay where they are, but those beyond a set that shrank). Appended to the engine's
 // module after nbody_keys.cu (spread3, grid_coord).
 //
 // meta (int4 a particle, loaded order): the global id (low, high word), the radius's bits,
@@ -67,33 +67,45 @@ extern "C" __global__ void domain_sample_keys(const float4* __restrict__ pos, in
     }
 }
 
-// offs: the exclusive scan of flag. Stayers to (spos, svel, sacc, sid)[i - offs[i]]; leavers
-// (the first cap) to the outbox: rows[offs[i]], their owners and loaded slots (lid)
-extern "C" __global__ void domain_split(int n, const int* __restrict__ flag,
-                                        const int* __restrict__ offs,
-                                        const int* __restrict__ owner,
-                                        const float4* __restrict__ pos,
-                                        const float4* __restrict__ vel,
-                                        const float4* __restrict__ acc,
-                                        const unsigned* __restrict__ id,
-                                        const int4* __restrict__ meta, float4* __restrict__ spos,
-                                        float4* __restrict__ svel, float4* __restrict__ sacc,
-                                        unsigned* __restrict__ sid, float4* __restrict__ rows,
-                                        int* __restrict__ row_owner, unsigned* __restrict__ lid,
-                                        int cap)
+// offs: the exclusive scan of flag. The leavers (the first cap) to the outbox: rows[offs[i]],
+// their owners, loaded slots (lid) and places in the set (lpos, ascending). The stayers stay.
+extern "C" __global__ void domain_leavers(int n, const int* __restrict__ flag,
+                                          const int* __restrict__ offs,
+                                          const int* __restrict__ owner,
+                                          const float4* __restrict__ pos,
+                                          const float4* __restrict__ vel,
+                                          const float4* __restrict__ acc,
+                                          const unsigned* __restrict__ id,
+                                          const int4* __restrict__ meta,
+                                          float4* __restrict__ rows,
+                                          int* __restrict__ row_owner, unsigned* __restrict__ lid,
+                                          unsigned* __restrict__ lpos, int cap)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        if (!flag[i]) continue;
         const int j = offs[i];
-        if (flag[i]) {
-            if (j >= cap) continue;
-            const unsigned s = id[i];
-            rows[4 * j] = pos[i]; rows[4 * j + 1] = vel[i]; rows[4 * j + 2] = acc[i];
-            reinterpret_cast<int4*>(rows)[4 * j + 3] = meta[s];
-            row_owner[j] = owner[i]; lid[j] = s;
-        } else {
-            const int k = i - j;
-            spos[k] = pos[i]; svel[k] = vel[i]; sacc[k] = acc[i]; sid[k] = id[i];
-        }
+        if (j >= cap) continue;
+        const unsigned s = id[i];
+        rows[4 * j] = pos[i]; rows[4 * j + 1] = vel[i]; rows[4 * j + 2] = acc[i];
+        reinterpret_cast<int4*>(rows)[4 * j + 3] = meta[s];
+        row_owner[j] = owner[i]; lid[j] = s; lpos[j] = i;
+    }
+}
+
+// The set shrank to n_new: a stayer at n_new + t fills a hole the leavers left below n_new,
+// behind those the arrivals take (holes: lpos[0..], ascending; its rank s among the stayers
+// beyond n_new from the scan of flag): pos, vel, acc and its loaded slot move
+extern "C" __global__ void domain_fill(int span, int n_new, const int* __restrict__ flag,
+                                       const int* __restrict__ offs,
+                                       const unsigned* __restrict__ lpos, int arrivals,
+                                       float4* __restrict__ pos, float4* __restrict__ vel,
+                                       float4* __restrict__ acc, unsigned* __restrict__ id)
+{
+    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < span; t += gridDim.x * blockDim.x) {
+        const int i = n_new + t;
+        if (flag[i]) continue;
+        const unsigned d = lpos[arrivals + t - (offs[i] - offs[n_new])];
+        pos[d] = pos[i]; vel[d] = vel[i]; acc[d] = acc[i]; id[d] = id[i];
     }
 }
 
@@ -181,22 +193,23 @@ extern "C" __global__ void domain_remap(unsigned* __restrict__ id, int n, unsign
     }
 }
 
-// the inbox's rows for this rank (flag, offs: their scan) behind the stayers, at stay + k;
-// their loaded slots at[k] and meta there
+// the inbox's rows for this rank (flag, offs: their scan), the k-th into the k-th hole the
+// leavers left (lpos; past them n, n + 1, ...); their loaded slots at[k] and meta there
 extern "C" __global__ void domain_arrive(int m, const float4* __restrict__ rows,
                                          const int* __restrict__ flag,
-                                         const int* __restrict__ offs, int stay,
+                                         const int* __restrict__ offs, int n, int left,
+                                         const unsigned* __restrict__ lpos,
                                          const unsigned* __restrict__ at,
-                                         float4* __restrict__ spos, float4* __restrict__ svel,
-                                         float4* __restrict__ sacc, unsigned* __restrict__ sid,
+                                         float4* __restrict__ pos, float4* __restrict__ vel,
+                                         float4* __restrict__ acc, unsigned* __restrict__ id,
                                          int4* __restrict__ meta)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
         if (!flag[i]) continue;
-        const int k = offs[i], d = stay + k;
-        const unsigned s = at[k];
-        spos[d] = rows[4 * i]; svel[d] = rows[4 * i + 1]; sacc[d] = rows[4 * i + 2];
-        sid[d] = s;
+        const int k = offs[i];
+        const unsigned d = k < left ? lpos[k] : (unsigned)(n + k - left), s = at[k];
+        pos[d] = rows[4 * i]; vel[d] = rows[4 * i + 1]; acc[d] = rows[4 * i + 2];
+        id[d] = s;
         meta[s] = reinterpret_cast<const int4*>(rows)[4 * i + 3];
     }
 }

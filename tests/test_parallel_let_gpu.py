@@ -360,6 +360,13 @@ def _outbox(eng, left):
     return rows, owners, eng._download(b.ptr("mig_lid"), np.uint32, left).astype(np.int64)
 
 
+def _places(eng, count=None):
+    """The current set's float32 pos rows by place (its first `count`)."""
+    pos, _ = eng.buf.set_ptrs(eng._cur)
+    count = eng._n if count is None else count
+    return eng._download(pos, np.float32, 4 * count).reshape(-1, 4)
+
+
 def _to_inbox(eng, rows, owners):
     m = eng._migration
     m._ensure_inbox(len(rows))
@@ -378,16 +385,27 @@ def _migrate(eng, cube, cuts, back):
     old_ids = eng.ids.copy()
     with eng.activate():
         eng._meta_to_device()
+        placed = _places(eng)
         left, counts = mig._split(cube, cuts)
         rows, owners, lid = _outbox(eng, left)
+        lpos = eng._download(eng.buf.ptr("mig_lpos"), np.uint32, left).astype(np.int64)
         got, got_owners = back(rows, owners, lid)
         _to_inbox(eng, got, got_owners)
         arrivals = int((got_owners == me).sum())
         n_new = n - left + arrivals
         mig._arrive(len(got), left, arrivals, n, n_new)
+        now = _places(eng)
+    # the stayers below the new size keep their places; the arrivals fill the holes in order
+    assert np.array_equal(lpos, np.sort(lpos)) and np.array_equal(placed[lpos, :3], rows[:, :3])
+    kept = np.ones(n, bool)
+    kept[lpos] = False
+    kept = np.flatnonzero(kept[:min(n, n_new)])
+    assert np.array_equal(now[kept], placed[kept])
+    mine, a = got[got_owners == me], min(arrivals, left)
+    assert np.array_equal(now[lpos[:a], :3], mine[:a, :3])
+    assert np.array_equal(now[n:n_new, :3], mine[left:, :3])  # past the holes, when more came
     assert np.array_equal(counts, np.bincount(owners, minlength=eng.comm.size))
     gone = set(unpack_meta(rows[:, 12:].view(np.int32))[0].tolist())
-    mine = got[got_owners == me]
     came = unpack_meta(mine[:, 12:].view(np.int32))[0]
     want = {g: r for g, r in before.items() if g not in gone}
     for g, r in zip(came, mine):  # pos, vel, mass, force of a row
@@ -478,11 +496,13 @@ def test_device_keys_owners_and_the_leavers_round_trip():
             eng._meta_to_device()
             left, counts = eng._migration._split(cube, cuts)
             rows, owners, lid = _outbox(eng, left)
+            lpos = eng._download(b.ptr("mig_lpos"), np.uint32, left)
         eng.cube = cube  # the splitters' sample: every k-th particle's key, on the device
         stride, m = eng._stride(5000)
         assert m > 4000 and np.array_equal(eng._sample_keys(5000), keys[::stride])
         leave = want != 1
         assert 0.6 * n < left < 0.8 * n and np.array_equal(lid, loaded[leave])
+        assert np.array_equal(lpos, np.flatnonzero(leave))  # their places in the set
         assert np.array_equal(owners, want[leave]) and np.array_equal(rows[:, :3], host[leave])
         ids, radius, component, galaxy = unpack_meta(rows[:, 12:].view(np.int32))
         assert np.array_equal(ids, eng.ids[lid]) and np.array_equal(galaxy, eng._galaxy[lid])
