@@ -31,12 +31,31 @@ __device__ __forceinline__ int lower_digit(const unsigned long long* keys, int l
     return lo;
 }
 
+// the same by a warp: 32 probes a round cut the range 33-fold (5 rounds for 16M keys, not 24
+// dependent loads); every lane gets the index
+__device__ __forceinline__ int warp_lower_digit(const unsigned long long* keys, int lo, int hi,
+                                                int level, int d)
+{
+    const int lane = threadIdx.x & 31;
+    while (hi - lo > 32) {
+        const int q = lo + (int)((long long)(hi - lo) * (lane + 1) / 33);
+        const int t = __popc(__ballot_sync(FULL_MASK, child_digit(keys[q], level) < d));
+        const int before = __shfl_sync(FULL_MASK, q, t > 0 ? t - 1 : 0);
+        const int after = __shfl_sync(FULL_MASK, q, t < 32 ? t : 31);
+        if (t > 0) lo = before + 1;
+        if (t < 32) hi = after;
+    }
+    const int q = lo + lane;
+    return lo + __popc(__ballot_sync(FULL_MASK, q < hi && child_digit(keys[q], level) < d));
+}
+
 // Split the cells of level l into their non-empty children (level l + 1), numbered after
 // lb[l + 1] in parent order; one launch per level, a single pass thanks to look-back.
 // The seven child boundaries of a cell are binary searches. A level of few cells for the
 // grid (the upper levels: few cells of many particles) is cut into tiles of 128, 64 or 32
 // cells, whose searches 2, 4 or 8 threads a cell share, so more blocks work and the chain
-// of dependent loads is one or two searches long instead of seven.
+// of dependent loads is one or two searches long instead of seven; with no more cells than
+// blocks, a tile is a cell and a warp makes each search (warp_lower_digit).
 extern "C" __global__ void __launch_bounds__(TREE_THREADS)
 build_level(int l, int n_leaf, int cap, const unsigned long long* __restrict__ keys, int* lb,
             int* level, int* begin, int* count, int* child, int* nchild, int* parent,
@@ -49,7 +68,8 @@ build_level(int l, int n_leaf, int cap, const unsigned long long* __restrict__ k
     __shared__ int s_bound[TREE_THREADS][8];  // a cell's child starts: digits 1..7
     if (status[ST_FLAGS] & FLAG_CELLS) return;  // an earlier level overflowed: rebuild follows
     const int lo = lb[l], hi = lb[l + 1], cells = hi - lo, grid = (int)gridDim.x;
-    const int share = cells <= 32 * grid ? 8 : cells <= 64 * grid ? 4 : cells <= 128 * grid ? 2 : 1;
+    const int share = cells <= grid ? TREE_THREADS : cells <= 32 * grid ? 8
+                    : cells <= 64 * grid ? 4 : cells <= 128 * grid ? 2 : 1;
     const int per_tile = TREE_THREADS / share;  // cells a tile (the buffers' desc: cap / 32)
     const int ntiles = (cells + per_tile - 1) / per_tile;
     if (ntiles == 0) {
@@ -59,13 +79,21 @@ build_level(int l, int n_leaf, int cap, const unsigned long long* __restrict__ k
     for (int tile = next_tile(counter, &s_tile); tile < ntiles; tile = next_tile(counter, &s_tile)) {
         const int first_cell = lo + tile * per_tile;
         const int m = min(per_tile, hi - first_cell);  // cells in this tile
-        for (int t = threadIdx.x; t < m * share; t += TREE_THREADS) {
-            const int i = t / share, part = t % share, q = first_cell + i;
-            const int b = begin[q], c = count[q];
-            if (c > n_leaf && l < MAX_LEVEL) {
-                int at = b;  // this thread's digits: a contiguous run of 1..7
-                for (int d = 1 + 7 * part / share; d <= 7 * (part + 1) / share; d++)
-                    s_bound[i][d] = at = lower_digit(keys, at, b + c, l + 1, d);
+        if (share == TREE_THREADS) {  // warp w: digit w + 1 of the tile's cell
+            const int b = begin[first_cell], c = count[first_cell], d = 1 + (threadIdx.x >> 5);
+            if (d <= 7 && c > n_leaf && l < MAX_LEVEL) {
+                const int at = warp_lower_digit(keys, b, b + c, l + 1, d);
+                if ((threadIdx.x & 31) == 0) s_bound[0][d] = at;
+            }
+        } else {
+            for (int t = threadIdx.x; t < m * share; t += TREE_THREADS) {
+                const int i = t / share, part = t % share, q = first_cell + i;
+                const int b = begin[q], c = count[q];
+                if (c > n_leaf && l < MAX_LEVEL) {
+                    int at = b;  // this thread's digits: a contiguous run of 1..7
+                    for (int d = 1 + 7 * part / share; d <= 7 * (part + 1) / share; d++)
+                        s_bound[i][d] = at = lower_digit(keys, at, b + c, l + 1, d);
+                }
             }
         }
         __syncthreads();
@@ -228,6 +256,9 @@ __device__ __forceinline__ void cell_center(unsigned long long key, int l, const
 // side, and the centre of mass's distance from the box's centre. A refit (the particles moved
 // since the cells were built: same order, no new keys) so bounds where they are now.
 // ml2 (or null): M l^2 a cell, for the relative MAC.
+// A level of few cells for the grid (the upper levels) gives each cell 2, 4 or 8 lanes of a
+// warp, which load its children (or particles) at once instead of one after another and
+// sum them by shuffles; a level of many cells keeps a thread a cell.
 extern "C" __global__ void __launch_bounds__(TREE_THREADS)
 multipoles_level(int l, double theta, const int* __restrict__ lb,
                  const int* __restrict__ begin, const int* __restrict__ count,
@@ -239,15 +270,22 @@ multipoles_level(int l, double theta, const int* __restrict__ lb,
                  float* __restrict__ box, float* __restrict__ ml2)
 {
     if (status[ST_FLAGS] & FLAG_CELLS) return;
-    const int lo = lb[l], hi = lb[l + 1];
-    for (int c = lo + blockIdx.x * blockDim.x + threadIdx.x; c < hi; c += gridDim.x * blockDim.x) {
-        double g[3], size;
-        const int b = begin[c], nk = nchild[c];
-        cell_center(keys[b], l, frame, g, &size);  // size: then the box's longest side
+    const int lo = lb[l], hi = lb[l + 1], cells = hi - lo, threads = gridDim.x * blockDim.x;
+    const int lanes = cells <= threads / 8 ? 8 : cells <= threads / 4 ? 4
+                    : cells <= threads / 2 ? 2 : 1;
+    const int per_warp = 32 / lanes, sub = threadIdx.x % lanes;  // a warp's cells, the lane's
+    const int warps = threads >> 5, warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    for (int c0 = lo + warp * per_warp; c0 < hi; c0 += warps * per_warp) {  // warp-uniform
+        const int c = c0 + (int)(threadIdx.x & 31) / lanes;
+        const bool valid = c < hi;
+        double g[3] = {0, 0, 0}, size = 0;
+        const int b = valid ? begin[c] : 0, nk = valid ? nchild[c] : 0;
+        if (valid) cell_center(keys[b], l, frame, g, &size);  // size: then the box's longest side
         double m = 0, f[3] = {0, 0, 0}, s[6] = {0, 0, 0, 0, 0, 0};
         float bl[3] = {INFINITY, INFINITY, INFINITY}, bh[3] = {-INFINITY, -INFINITY, -INFINITY};
-        if (nk == 0) {
-            for (int i = b; i < b + count[c]; i++) {
+        if (!valid) {
+        } else if (nk == 0) {
+            for (int i = b + sub; i < b + count[c]; i += lanes) {
                 float4 p = pos[i];
                 bl[0] = fminf(bl[0], p.x); bl[1] = fminf(bl[1], p.y); bl[2] = fminf(bl[2], p.z);
                 bh[0] = fmaxf(bh[0], p.x); bh[1] = fmaxf(bh[1], p.y); bh[2] = fmaxf(bh[2], p.z);
@@ -258,7 +296,7 @@ multipoles_level(int l, double theta, const int* __restrict__ lb,
                 s[3] += pm * dx * dy; s[4] += pm * dx * dz; s[5] += pm * dy * dz;
             }
         } else {
-            for (int k = child[c]; k < child[c] + nk; k++) {
+            for (int k = child[c] + sub; k < child[c] + nk; k += lanes) {
                 const Moments& q = mom[k];
                 for (int a = 0; a < 3; a++) {
                     bl[a] = fminf(bl[a], box[6 * k + a]);
@@ -271,6 +309,16 @@ multipoles_level(int l, double theta, const int* __restrict__ lb,
                 s[4] += q.q[4] + km * dx * dz; s[5] += q.q[5] + km * dy * dz;
             }
         }
+        for (int o = lanes >> 1; o > 0; o >>= 1) {  // the cell's lanes: sums, bounds
+            m += __shfl_xor_sync(FULL_MASK, m, o);
+            for (int a = 0; a < 3; a++) {
+                f[a] += __shfl_xor_sync(FULL_MASK, f[a], o);
+                bl[a] = fminf(bl[a], __shfl_xor_sync(FULL_MASK, bl[a], o));
+                bh[a] = fmaxf(bh[a], __shfl_xor_sync(FULL_MASK, bh[a], o));
+            }
+            for (int a = 0; a < 6; a++) s[a] += __shfl_xor_sync(FULL_MASK, s[a], o);
+        }
+        if (!valid || sub) continue;
         const double safe = m > 0 ? m : 1.0;
         const double sh[3] = {f[0] / safe, f[1] / safe, f[2] / safe};
         Moments out;

@@ -17,6 +17,7 @@ from galaxyview.engines.gpu.constants import SCAN_TILE, SORT_TILE, STACK_CAP, ST
 from galaxyview.errors import EngineError
 
 MOMENT_BYTES = 80
+TREE_BLOCKS_PER_SM = 4  # the persistent grid of the tree kernels (phases.py)
 
 
 def cell_capacity(n_cap: int) -> int:
@@ -36,6 +37,7 @@ class Buffers:
         self.group_cap = 0
         self.walk_grid = 0
         self.walk_threads = 0
+        self.tree_blocks = 0
         self._extra_particle: dict[str, int] = {}  # name -> bytes a particle
         self._extra_cell: dict[str, int] = {}  # name -> bytes a cell
 
@@ -84,6 +86,7 @@ class Buffers:
     # -- sizing ----------------------------------------------------------------------------
     def ensure(self, n: int, n_sm: int, walk_blocks_per_sm: int, walk_threads: int) -> None:
         """Room for n particles (grown by 1.25x beyond the last capacity)."""
+        self.tree_blocks = TREE_BLOCKS_PER_SM * n_sm
         if n > self.n_cap:
             self.n_cap = n if self.n_cap == 0 else max(n, int(1.25 * self.n_cap))
             self.cell_cap = max(self.cell_cap, cell_capacity(self.n_cap))
@@ -96,7 +99,7 @@ class Buffers:
             self._alloc("status", STATUS_WORDS * 8)
             self._alloc("lb", 32 * 4)
             self._alloc("frame", 8 * 4)
-            self._alloc("bbox", n_sm * 4 * 6 * 4)
+            self._alloc("bbox", self.tree_blocks * 6 * 4)
             self._alloc("sums", 2 * 8)
 
     def per_particle(self, name: str, nbytes: int) -> int:
@@ -142,7 +145,9 @@ class Buffers:
         if MOMENT_BYTES * c > self._sizes["set0"]:  # the idle particle set is too small
             self._alloc("moments", MOMENT_BYTES * c)
         ntiles_sort_scan = -(-256 * -(-self.n_cap // SORT_TILE) // SCAN_TILE)
-        tiles = max(-(-c // 32), ntiles_sort_scan) + 1  # build_level: tiles of 32 cells
+        # build_level: tiles of 32 cells or more, or of one where a level has no more cells
+        # than the grid has blocks
+        tiles = max(-(-c // 32), self.tree_blocks, ntiles_sort_scan) + 1
         self._alloc("desc", 8 * tiles, zero=True)
         for name, nbytes in self._extra_cell.items():
             self._alloc(name, nbytes * c)

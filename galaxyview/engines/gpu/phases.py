@@ -46,14 +46,13 @@ def run_force(eng, ev, active=None, refit: bool = False) -> None:
         if ev:
             ev[5].record()
         return
-    sm = eng._n_sm
     grid = (eng._grid(), 1, 1)
-    persistent = (sm * 4, 1, 1)
+    persistent = (eng.buf.tree_blocks, 1, 1)
     relative = eng.params.mac == "acceleration"
     amac = relative and eng._acc_valid  # else Bonsai's MAC, as GADGET's first evaluation
     if refit:
         npos, _ = b.set_ptrs(eng._cur)
-        k.launch("bbox_partial", (sm * 4, 1, 1), T256, npos, n, p("bbox"), p("status"))  # NaN
+        k.launch("bbox_partial", persistent, T256, npos, n, p("bbox"), p("status"))  # NaN
         if ev:
             ev[2].record()
     else:
@@ -139,11 +138,11 @@ def radix_sort(eng, keys: tuple, vals: tuple, n: int, shifts,
     set 0; returns the set holding the result. scratch: the digit counts, their offsets and
     the look-back tiles (sized for n); next_slot() -> (tile counter, epoch) of a pass's scan
     (the engine's by default)."""
-    k, p, sm = eng.kernels, eng.buf.ptr, eng._n_sm
+    k, p = eng.kernels, eng.buf.ptr
     counts, offsets, desc = (p(name) for name in scratch)
     ntiles = -(-n // SORT_TILE)
     ncounts = 256 * ntiles
-    scan_grid = (max(1, min(-(-ncounts // SCAN_TILE), sm * 4)), 1, 1)
+    scan_grid = (max(1, min(-(-ncounts // SCAN_TILE), eng.buf.tree_blocks)), 1, 1)
     src = 0
     for shift in shifts:
         dst = 1 - src
@@ -160,12 +159,11 @@ def _sort_and_build(eng, ev, grid, persistent, relative: bool, groups: bool) -> 
     """keys_sort and build (groups of all particles when `groups`); the new current pos4.
     relative: the accelerations follow the particles through the reorder."""
     cuda, k, b, n = eng._cuda, eng.kernels, eng.buf, eng._n
-    p = b.ptr
-    sm = eng._n_sm
+    p, blocks = b.ptr, b.tree_blocks
     # -- keys_sort
     pos, vel = b.set_ptrs(eng._cur)
-    k.launch("bbox_partial", (sm * 4, 1, 1), T256, pos, n, p("bbox"), p("status"))
-    k.launch("bbox_final", (1, 1, 1), (32, 1, 1), p("bbox"), sm * 4, p("frame"))
+    k.launch("bbox_partial", (blocks, 1, 1), T256, pos, n, p("bbox"), p("status"))
+    k.launch("bbox_final", (1, 1, 1), (32, 1, 1), p("bbox"), blocks, p("frame"))
     k.launch("make_keys", grid, T256, pos, n, p("frame"), p("keys0"), p("vals0"))
     src = radix_sort(eng, ("keys0", "keys1"), ("vals0", "vals1"), n,
                      range(0, 8 * RADIX_PASSES, 8))
