@@ -9,15 +9,16 @@ when the forces are evaluated (moved when they had left, a layer of each domain 
 its faces at the force evaluation: 4 domains made 14% more interactions). On the device
 (kernels/parallel_domain.cu): each particle's Hilbert key in the decomposition's cube (of its
 drifted position) and its owner among the splitters, the leavers' rows (pos, vel, acc and their
-meta: global id, radius, component, galaxy) in an outbox; the stayers stay where they are. The ranks exchange only their counts; then each fills its inbox with the
-rows of the others' outboxes: device to device through CUDA IPC where every rank is on one host
+meta: global id, radius, component, galaxy) in an outbox; the stayers stay where they are.
+The ranks exchange only their counts; then each fills its inbox with the rows of the others'
+outboxes: device to device through CUDA IPC where every rank is on one host
 with peer access (the "device" path, peers.py), through the host and MPI otherwise ("host";
 GALAXYVIEW_PEERS=auto|device|host). The arrivals fill the holes the leavers left in the set
 (when fewer came, the stayers beyond the new size fill the rest), and take the loaded-order
 slots the leavers freed (`slots`, the same on the device), so the device's ids stay a
 permutation of 0..n-1; the meta stays on the device (the rank's host arrays are read back
-when asked for). Nothing is copied but the leavers and the arrivals (a compaction of the
-stayers took 0.76 ms a step at 8M a rank on an H200).
+when asked for). Nothing is copied but the leavers and the arrivals (the split that
+compacted the stayers into the idle set took 0.76 ms a step at 8M a rank on an H200).
 """
 from __future__ import annotations
 
@@ -122,8 +123,8 @@ class Migration:
     # -- this rank's leavers ---------------------------------------------------------------
     def _split(self, cube, cuts, dt: float = 0.0):
         """The leavers' rows into the outbox (the set unchanged): the number of leavers and
-        how many go to each rank. dt: the owners are those of where
-        the leapfrog's kick and drift of dt take the particles (0: where they are)."""
+        how many go to each rank. dt: the owners are those of where the leapfrog's kick and
+        drift of dt take the particles (0: where they are)."""
         eng, b, k = self.eng, self.eng.buf, self.eng.kernels
         n, cur, size = eng._n, eng._cur, eng.comm.size
         flag, owner, offs = (b.per_particle(f"mig_{s}", 4) for s in ("flag", "owner", "offs"))
@@ -248,7 +249,7 @@ class Migration:
                      p("mig_soff"), span, np.uint32(n_new), p("mig_move_to"), p("mig_remap"),
                      p("meta"))
             k.launch("domain_fill", (eng._grid(span), 1, 1), T, span, n_new,
-                     b.ptr("mig_flag"), b.ptr("mig_offs"), p("mig_lpos"), arrivals, *parts)
+                     p("mig_flag"), p("mig_offs"), p("mig_lpos"), arrivals, *parts)
         if m:
             cuda.memset_d32(ctl + 24, m, 1)
             k.launch("domain_mine", (eng._grid(m), 1, 1), T, p("mig_in") + ROW * self.in_cap, m,
