@@ -352,12 +352,15 @@ def _by_id(eng):
 
 
 def _outbox(eng, left):
-    """The outbox's rows (left, 16) float32, owners and the leavers' loaded slots."""
+    """The outbox's rows (left, 16) float32, owners, the leavers' loaded slots and their
+    places in the set."""
     m, b = eng._migration, eng.buf
     box = b.ptr("mig_box")
     rows = eng._download(box, np.float32, 16 * left).reshape(left, 16)
     owners = eng._download(box + 64 * m.cap, np.int32, left)
-    return rows, owners, eng._download(b.ptr("mig_lid"), np.uint32, left).astype(np.int64)
+    lid, lpos = (eng._download(b.ptr(f"mig_{s}"), np.uint32, left).astype(np.int64)
+                 for s in ("lid", "lpos"))
+    return rows, owners, lid, lpos
 
 
 def _places(eng, count=None):
@@ -387,8 +390,7 @@ def _migrate(eng, cube, cuts, back):
         eng._meta_to_device()
         placed = _places(eng)
         left, counts = mig._split(cube, cuts)
-        rows, owners, lid = _outbox(eng, left)
-        lpos = eng._download(eng.buf.ptr("mig_lpos"), np.uint32, left).astype(np.int64)
+        rows, owners, lid, lpos = _outbox(eng, left)
         got, got_owners = back(rows, owners, lid)
         _to_inbox(eng, got, got_owners)
         arrivals = int((got_owners == me).sum())
@@ -495,8 +497,7 @@ def test_device_keys_owners_and_the_leavers_round_trip():
             assert np.array_equal(eng._download(flag, np.int32, n), want != 1)
             eng._meta_to_device()
             left, counts = eng._migration._split(cube, cuts)
-            rows, owners, lid = _outbox(eng, left)
-            lpos = eng._download(b.ptr("mig_lpos"), np.uint32, left)
+            rows, owners, lid, lpos = _outbox(eng, left)
         eng.cube = cube  # the splitters' sample: every k-th particle's key, on the device
         stride, m = eng._stride(5000)
         assert m > 4000 and np.array_equal(eng._sample_keys(5000), keys[::stride])
@@ -528,7 +529,7 @@ def test_device_keys_owners_and_the_leavers_round_trip():
         before = _by_id(eng)
         with eng.activate():
             left, _ = eng._migration._split(cube, cuts)
-            rows, _, _ = _outbox(eng, left)
+            rows, *_ = _outbox(eng, left)
             _to_inbox(eng, rows, np.full(left, 1))
             whole = eng._migration._whole(left, left)
         eng._upload_rows(*whole)

@@ -159,11 +159,11 @@ def _sort_and_build(eng, ev, grid, persistent, relative: bool, groups: bool) -> 
     """keys_sort and build (groups of all particles when `groups`); the new current pos4.
     relative: the accelerations follow the particles through the reorder."""
     cuda, k, b, n = eng._cuda, eng.kernels, eng.buf, eng._n
-    p, blocks = b.ptr, b.tree_blocks
+    p = b.ptr
     # -- keys_sort
     pos, vel = b.set_ptrs(eng._cur)
-    k.launch("bbox_partial", (blocks, 1, 1), T256, pos, n, p("bbox"), p("status"))
-    k.launch("bbox_final", (1, 1, 1), (32, 1, 1), p("bbox"), blocks, p("frame"))
+    k.launch("bbox_partial", persistent, T256, pos, n, p("bbox"), p("status"))
+    k.launch("bbox_final", (1, 1, 1), (32, 1, 1), p("bbox"), persistent[0], p("frame"))
     k.launch("make_keys", grid, T256, pos, n, p("frame"), p("keys0"), p("vals0"))
     src = radix_sort(eng, ("keys0", "keys1"), ("vals0", "vals1"), n,
                      range(0, 8 * RADIX_PASSES, 8))
