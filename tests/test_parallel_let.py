@@ -311,9 +311,9 @@ def test_hilbert_keys_walk_the_grid_one_neighbour_at_a_time():
 
 
 def test_a_gpu_tree_on_the_host_exports_the_same_let():
-    """gpu_rank.host_tree (the device tree in download_tree's terms, r_open^2 as stored)
+    """gpu_exchange.host_tree (the device tree in download_tree's terms, r_open^2 as stored)
     gives the LET the CPU tree gives."""
-    from galaxyview.engines.parallel.gpu_rank import host_tree
+    from galaxyview.engines.parallel.gpu_exchange import host_tree
 
     rng = np.random.default_rng(2)
     tree = build_tree(rng.standard_normal((4000, 3)).astype(np.float32),
@@ -411,13 +411,13 @@ def test_processes_share_gpus_when_asked(monkeypatch):
 def test_the_parallel_settings_name_their_choices(monkeypatch):
     """GALAXYVIEW_LET_WALK, _LET_BOXES, _LET_EXPORT and _PEERS: unset, the default; a value
     of their own, taken; anything else, an error naming the choices."""
-    from galaxyview.engines.parallel import gpu_rank, peers
+    from galaxyview.engines.parallel import gpu_boxes, gpu_forces, gpu_let_walk, peers
     from galaxyview.errors import EngineError
 
-    for var, read, choices in (("GALAXYVIEW_LET_WALK", gpu_rank.let_walk, ("apart", "one")),
-                               ("GALAXYVIEW_LET_BOXES", gpu_rank.let_boxes,
+    for var, read, choices in (("GALAXYVIEW_LET_WALK", gpu_let_walk.let_walk, ("apart", "one")),
+                               ("GALAXYVIEW_LET_BOXES", gpu_boxes.let_boxes,
                                 ("groups", "domain")),
-                               ("GALAXYVIEW_LET_EXPORT", gpu_rank.let_export,
+                               ("GALAXYVIEW_LET_EXPORT", gpu_forces.let_export,
                                 ("beside", "before")),
                                ("GALAXYVIEW_PEERS", peers.wanted, ("auto", "device", "host"))):
         monkeypatch.delenv(var, raising=False)
@@ -430,38 +430,39 @@ def test_the_parallel_settings_name_their_choices(monkeypatch):
 
 
 def test_the_head_start_is_sized_to_end_just_after_the_lets_come():
-    """GPURank._size_head: a head start that ended before the LETs came grows by the wait
-    (plus the margin), one that outlasted them shrinks; at most twofold a time, within
-    HEAD_SHARES."""
+    """LETWalkMixin._size_head (GPURank's): a head start that ended before the LETs came grows
+    by the wait (plus the margin), one that outlasted them shrinks; at most twofold a time,
+    within HEAD_SHARES."""
     from types import SimpleNamespace
 
-    from galaxyview.engines.parallel.gpu_rank import (HEAD_MARGIN_MS, HEAD_SHARE, HEAD_SHARES,
-                                                      GPURank)
+    from galaxyview.engines.parallel.gpu_let_walk import (HEAD_MARGIN_MS, HEAD_SHARE,
+                                                          HEAD_SHARES, LETWalkMixin)
 
     rank = SimpleNamespace(_head_share=HEAD_SHARE)
-    GPURank._size_head(rank, 2.0, 1.0)  # the LETs came 1 ms after the head start's end
+    LETWalkMixin._size_head(rank, 2.0, 1.0)  # the LETs came 1 ms after the head start's end
     assert rank._head_share == pytest.approx(HEAD_SHARE * (3.0 + HEAD_MARGIN_MS) / 2.0)
     grown = rank._head_share
-    GPURank._size_head(rank, 4.0, -2.0)  # they came 2 ms before its end
+    LETWalkMixin._size_head(rank, 4.0, -2.0)  # they came 2 ms before its end
     assert rank._head_share == pytest.approx(grown * (2.0 + HEAD_MARGIN_MS) / 4.0)
-    GPURank._size_head(rank, 1.0, 30.0)  # far too short: twice the share, no more
+    LETWalkMixin._size_head(rank, 1.0, 30.0)  # far too short: twice the share, no more
     assert rank._head_share == pytest.approx(grown * (2.0 + HEAD_MARGIN_MS) / 4.0 * 2)
     for _ in range(20):
-        GPURank._size_head(rank, 1.0, 30.0)
+        LETWalkMixin._size_head(rank, 1.0, 30.0)
     assert rank._head_share == HEAD_SHARES[1]
     for _ in range(20):
-        GPURank._size_head(rank, 10.0, -10.0)
+        LETWalkMixin._size_head(rank, 10.0, -10.0)
     assert rank._head_share == HEAD_SHARES[0]
 
 
 def test_the_device_export_is_queued_again_until_it_fits_then_gives_up():
-    """GPURank._export_fitted (its logic, no device): queued again while _fetch says the list
-    or output grew, the first fitting result returned; past EXPORT_TRIES a clear error."""
-    from galaxyview.engines.parallel import gpu_rank
+    """ExchangeMixin._export_fitted (GPURank's; its logic, no device): queued again while
+    _fetch says the list or output grew, the first fitting result returned; past
+    EXPORT_TRIES a clear error."""
+    from galaxyview.engines.parallel import gpu_exchange
     from galaxyview.errors import EngineError
 
     class Rank:
-        _export_fitted = gpu_rank.GPURank._export_fitted
+        _export_fitted = gpu_exchange.ExchangeMixin._export_fitted
 
         def __init__(self, fits_at):
             self.tries, self.fits_at, self.skips = 0, fits_at, []
@@ -476,7 +477,7 @@ def test_the_device_export_is_queued_again_until_it_fits_then_gives_up():
     fits = Rank(3)
     assert fits._export_fitted(2, copy=False) == ("rows", False)
     assert fits.tries == 3 and fits.skips == [2, 2, 2]
-    never = Rank(gpu_rank.EXPORT_TRIES + 1)
+    never = Rank(gpu_exchange.EXPORT_TRIES + 1)
     with pytest.raises(EngineError, match="no room on the device"):
         never._export_fitted(0)
-    assert never.tries == gpu_rank.EXPORT_TRIES
+    assert never.tries == gpu_exchange.EXPORT_TRIES

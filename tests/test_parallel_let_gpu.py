@@ -25,7 +25,7 @@ def _engine(n, theta, seed, room=1.0):
 
 def _reference(eng, box):
     from galaxyview.engines.gpu import inspect
-    from galaxyview.engines.parallel.gpu_rank import host_tree
+    from galaxyview.engines.parallel.gpu_exchange import host_tree
 
     cells = inspect.download_tree(eng)
     return let.export(host_tree(cells, eng.params.n_leaf), cells["r_open2"], box, eng.pp_leaf)
