@@ -10,7 +10,7 @@ from pathlib import Path
 
 from galaxyview.engines import BACKENDS
 from galaxyview.errors import ParameterError
-from galaxyview.simulation import Simulation, open_simulation, whole_count
+from galaxyview.simulation import Simulation, flag, open_simulation, whole_count
 from galaxyview.snapshots import Snapshot, read
 
 
@@ -32,8 +32,10 @@ def open(source, backend: str = "auto", n=None, *, theta=None, dt=None, eps=None
                              f"needs), got {gravity!r}")
     n = None if n is None else whole_count(n, "n")
     device = whole_count(device, "device", minimum=0)
-    if index is not None:
-        index = whole_count(index, "index", minimum=-2**62)
+    index = None if index is None else _index(index)
+    if playback is not None:
+        playback = flag(playback, "playback", "True, False or None (an archive of several "
+                        "snapshots plays back unless False or an index is given)")
     for name, value in (("integrator", integrator), ("boundary", boundary),
                         ("collision", collision)):
         if value is not None and not isinstance(value, str):
@@ -47,11 +49,19 @@ def load(path, index: int | None = None) -> Snapshot:
     `index`, default the last): .state (ParticleState), .params, .units, .time, .format."""
     if not isinstance(path, (str, Path)):
         raise ParameterError(f"path must be a file path, got {path!r}")
-    if index is not None:
-        index = whole_count(index, "index", minimum=-2**62)
+    index = None if index is None else _index(index)
     snap = read(path, index)
     snap.close()
     return snap
+
+
+def _index(value) -> int:
+    """A snapshot's position in an archive (negative from the end); ParameterError else."""
+    try:
+        return whole_count(value, "index", minimum=-2**62)
+    except ParameterError:
+        raise ParameterError(f"index must be a whole number (a snapshot's position; negative "
+                             f"counts from the end), got {value!r}") from None
 
 
 __all__ = ["Simulation", "Snapshot", "load", "open"]

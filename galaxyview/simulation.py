@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +38,10 @@ def save_kind(path) -> str:
         return "archive"
     if suffix in SUFFIXES:
         return "tipsy"
-    raise SnapshotError(f"{path}: give a name ending in {', '.join(archive.SUFFIXES)} (a "
-                        f"galaxyview snapshot) or {', '.join(SUFFIXES)} (Tipsy)")
+    raise SnapshotError(f"{path}: give a name ending in {_save_suffixes()}")
 
 
-@dataclass
+@dataclass(repr=False)
 class Simulation:
     """A loaded engine and where its state came from. A context manager (closes the engine).
 
@@ -63,52 +63,70 @@ class Simulation:
     backend: str = "cpu"
     maker: object = None  # the model/ics/parts.py PartMaker the engine made the particles from
     initial_sample: ParticleState | None = None
+    closed: bool = field(default=False, init=False)  # close() was called: the engine is gone
 
     def __post_init__(self):
         if self.initial_sample is None:
             self.initial_sample = self.initial
 
+    def __repr__(self) -> str:
+        source = self.snapshot.source if self.snapshot is not None else self.name
+        if self.closed:
+            return f"<Simulation {source}: closed>"
+        e = self.engine
+        return (f"<Simulation {source}: N = {e.n}, {self.backend}, t = {e.time:g}, "
+                f"{e.steps_done} steps>")
+
+    def _live(self) -> Engine:
+        """The engine; EngineError once the simulation is closed."""
+        if self.closed:
+            raise EngineError(f"the simulation of {self.name} is closed (close() or the end of "
+                              f"its with block); open a new one with galaxyview.open")
+        return self.engine
+
     # -- what the engine holds -----------------------------------------------------------------
     @property
     def time(self) -> float:
         """Simulated time, N-body units."""
-        return self.engine.time
+        return self._live().time
 
     @property
     def time_myr(self) -> float | None:
-        return self.engine.time * self.units.time_myr if self.units else None
+        time = self._live().time
+        return time * self.units.time_myr if self.units else None
 
     @property
     def n(self) -> int:
-        return self.engine.n
+        return self._live().n
 
     @property
     def positions(self) -> np.ndarray:
         """(N, 3) float32 positions now (a copy), N-body units."""
-        return self.engine.state().pos
+        return self._live().state().pos
 
     @property
     def velocities(self) -> np.ndarray:
-        return self.engine.state().vel
+        return self._live().state().vel
 
     @property
     def masses(self) -> np.ndarray:
-        return self.engine.state().mass
+        return self._live().state().mass
 
     def state(self) -> ParticleState:
-        return self.engine.state()
+        return self._live().state()
 
     def energies(self) -> Energies:
         """Kinetic, potential and total energy (N-body units)."""
-        return self.engine.energies()
+        return self._live().energies()
 
     @property
     def params(self) -> Params:
-        return self.engine.params
+        return self._live().params
 
     @params.setter
     def params(self, changes) -> None:
         """Assign a dict of theta, dt, eps (or a Params): checked now, ParameterError if bad."""
+        engine = self._live()
         if isinstance(changes, Params):
             changes = {k: getattr(changes, k) for k in ("theta", "dt", "eps")}
         if not isinstance(changes, dict):
@@ -118,31 +136,33 @@ class Simulation:
         if unknown:
             raise ParameterError(f"only theta, dt and eps change while running; not "
                                  f"{', '.join(sorted(unknown))}")
-        self.engine.set_params(**changes)
+        engine.set_params(**changes)
 
     # -- work ----------------------------------------------------------------------------------
     def step(self, n: int = 1) -> "Simulation":
         """Advance n steps (a whole number >= 0)."""
-        self.engine.step(whole_count(n, "n", minimum=0))
+        self._live().step(whole_count(n, "n", minimum=0))
         return self
 
     def run(self, until: float) -> "Simulation":
         """Advance whole steps until the time reaches `until` (N-body units, or a quantity
         with time units when the scene has physical units)."""
+        engine = self._live()
         target = self._nbody(until, "time", "until")
         if not math.isfinite(target):
             raise ParameterError(f"until must be a finite time, got {until!r}")
-        remaining = target - self.engine.time
+        remaining = target - engine.time
         if remaining > 0:
-            self.engine.step(math.ceil(remaining / self.engine.params.dt - 1e-9))
+            engine.step(math.ceil(remaining / engine.params.dt - 1e-9))
         return self
 
     def reset(self) -> None:
         """Back to the initial state (made anew in parts where it was)."""
+        engine = self._live()
         if self.maker is not None:
-            self.engine.load_made(self.maker)
+            engine.load_made(self.maker)
         else:
-            self.engine.load(self.initial)
+            engine.load(self.initial)
 
     # -- units ---------------------------------------------------------------------------------
     def quantity(self, what: str, library: str = "astropy"):
@@ -153,6 +173,7 @@ class Simulation:
         names = {"positions": "kpc", "velocities": "km/s", "masses": "Msun", "time": "Myr"}
         if what not in scales:
             raise ParameterError(f"quantity of {what!r}? choose one of {', '.join(scales)}")
+        self._live()
         if self.units is None:
             raise ParameterError(f"{self.name} is in N-body units without a physical scale; "
                                  "its scene has no [units]")
@@ -173,16 +194,25 @@ class Simulation:
     # -- files ---------------------------------------------------------------------------------
     def save(self, path, overwrite: bool = False) -> Path:
         """The current state: a galaxyview snapshot (.h5, .hdf5: exact, restartable bit for
-        bit) or Tipsy (.tipsy, .std, .bin, with its companion files)."""
-        path = Path(path)
-        if save_kind(path) == "archive":
-            return archive.save_exact(path, self.engine.exact_state(), self.run_info(),
-                                      overwrite)
+        bit) or Tipsy (.tipsy, .std, .bin, with its companion files). An existing file is
+        replaced only with overwrite=True."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise ParameterError(f"path must be a file path (a str or pathlib.Path) ending in "
+                                 f"{_save_suffixes()}, got {path!r}")
+        overwrite = flag(overwrite, "overwrite")
+        engine = self._live()
+        path = Path(path).expanduser()
+        kind = save_kind(path)
+        if path.is_file() and not overwrite:  # the API's wording, not the command line's
+            raise SnapshotError(f"{path} already exists; choose another name, or pass "
+                                f"overwrite=True to replace it")
+        if kind == "archive":
+            return archive.save_exact(path, engine.exact_state(), self.run_info(), overwrite)
         from galaxyview.model.tipsy import save_state
 
-        _, pot = self.engine.accelerations()
-        return save_state(path, self.engine.state(), self.engine.params, pot,
-                          units=self.units, overwrite=overwrite)
+        _, pot = engine.accelerations()
+        return save_state(path, engine.state(), engine.params, pot, units=self.units,
+                          overwrite=overwrite)
 
     def run_info(self) -> archive.RunInfo:
         toml = None
@@ -197,9 +227,15 @@ class Simulation:
                                self.engine.gravity, self.units, toml)
 
     def close(self) -> None:
-        self.engine.close()
-        if self.snapshot is not None:
-            self.snapshot.close()
+        """Free the engine and the snapshot file; a second call does nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.engine.close()
+        finally:
+            if self.snapshot is not None:
+                self.snapshot.close()
 
     def __enter__(self) -> "Simulation":
         return self
@@ -215,6 +251,19 @@ def whole_count(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not ok or value < minimum:
         raise ParameterError(f"{name} must be a whole number >= {minimum}, got {value!r}")
     return int(value)
+
+
+def flag(value, name: str, allowed: str = "True or False") -> bool:
+    """A bool (numpy's too); ParameterError for anything else: 'x', 1 and None are no flags."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ParameterError(f"{name} must be {allowed}, got {value!r}")
+
+
+def _save_suffixes() -> str:
+    from galaxyview.model.tipsy import SUFFIXES
+
+    return f"{', '.join(archive.SUFFIXES)} (a galaxyview snapshot) or {', '.join(SUFFIXES)} (Tipsy)"
 
 
 def _quantity(value, unit: str, library: str):

@@ -12,7 +12,7 @@ from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.tipsy import save_state
 from galaxyview.model.units import UnitSystem
-from galaxyview.snapshots import archive, read
+from galaxyview.snapshots import archive, foreign, read
 from galaxyview.snapshots.gadget import KPC_CM, MSUN_G
 
 
@@ -59,6 +59,19 @@ def test_archive_refuses_overwrite_and_names_missing_index(tmp_path):
         archive.save_exact(path, ExactState.of_state(state), archive.RunInfo())
     with pytest.raises(SnapshotError, match="snapshot 3 does not exist; the archive holds 1"):
         read(path, index=3)
+
+
+def test_non_finite_archive_names_file_and_blames_the_file(tmp_path):
+    path = archive.save_exact(tmp_path / "a.h5", ExactState.of_state(mixed_state(5)),
+                              archive.RunInfo())
+    with h5py.File(path, "r+") as f:
+        f["snapshots/000000/pos"][2, 1] = np.nan
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: snapshot 000000: pos holds NaN")
+    assert "first at particle 2" in message and "the file is damaged" in message
+    assert "reload the scene" not in message
 
 
 def test_tipsy_companions_carry_components_units_and_params(tmp_path):
@@ -191,6 +204,42 @@ def test_gadget4_and_swift_hdf5(tmp_path):
     snap = read(swift)
     assert snap.units.length_kpc == pytest.approx(1000)
     assert np.allclose(snap.state.vel * snap.units.velocity_kms, vel1, rtol=1e-5)
+
+
+def test_gadget4_non_finite_values_blame_the_file(tmp_path):
+    path = tmp_path / "snapshot_nan.hdf5"
+    with h5py.File(path, "w") as f:
+        f.create_group("Header").attrs["NumPart_ThisFile"] = np.array([0, 3, 0, 0, 0, 0])
+        g = f.create_group("PartType1")
+        g["Coordinates"], g["Velocities"] = np.zeros((3, 3)), np.zeros((3, 3))
+        g["Velocities"][1, 2] = np.inf
+        g["Masses"] = np.ones(3)
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: vel holds NaN or infinite values (1 entries, first at "
+                              "particle 1)")
+    assert "the file is damaged" in message and "reload the scene" not in message
+
+
+@pytest.mark.filterwarnings("ignore:No readable param file")
+def test_pynbody_failures_become_errors_naming_the_file(tmp_path, monkeypatch):
+    pynbody = pytest.importorskip("pynbody")
+    path = tmp_path / "neg.tipsy"  # pynbody loads the header, then fails on the counts
+    path.write_bytes(struct.pack(">d6i", 0.0, -5, 3, 0, -5, 0, 0))
+    with pytest.raises(SnapshotError) as info:
+        foreign.read(path)
+    assert str(info.value).startswith(f"{path}: pynbody takes it for")
+    assert "damaged or incomplete" in str(info.value)
+
+    class Huge:  # what a header promising more particles than memory holds does
+        def families(self):
+            raise MemoryError("Unable to allocate 24.0 GiB")
+
+    monkeypatch.setattr(pynbody, "load", lambda name: Huge())
+    with pytest.raises(SnapshotError, match="out of memory while pynbody reads it") as info:
+        foreign.read(path)
+    assert str(path) in str(info.value) and "corrupt" in str(info.value)
 
 
 def test_split_and_unknown_files_say_what_is_accepted(tmp_path):

@@ -5,9 +5,10 @@ import pytest
 from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.tipsy import (TipsySnapshot, block_dtype, header_dtype, is_tipsy,
-                                    load_snapshot, read_tipsy, save_state, state_to_tipsy,
-                                    tipsy_to_state, write_tipsy)
+from galaxyview.model.tipsy import (TipsySnapshot, block_dtype, damage, header_dtype, is_tipsy,
+                                    load_snapshot, param_path, read_snapshot, read_tipsy,
+                                    save_state, state_to_tipsy, tipsy_to_state, write_tipsy)
+from galaxyview.snapshots import read
 
 
 def random_snapshot(nsph, ndark, nstar, seed=0):
@@ -166,8 +167,66 @@ def test_foreign_files_map_to_defaults():
 def test_non_finite_particles_name_the_file():
     snap = TipsySnapshot.empty(0, 2, 0)
     snap.dark["pos"][1, 0] = np.nan
-    with pytest.raises(SnapshotError, match="run.tipsy: pos holds NaN"):
+    with pytest.raises(SnapshotError, match="run.tipsy: pos holds NaN") as info:
         tipsy_to_state(snap, "run.tipsy")
+    assert "the file is damaged" in str(info.value)  # about the file, not the run in hand
+    assert "reload the scene" not in str(info.value)
+
+
+@pytest.mark.parametrize("cut, words", [
+    (lambda data: data[:1000],
+     ["truncated Tipsy file", "promises 40 particles", "holds only 1000 bytes"]),
+    (lambda data: data[:-1], ["truncated Tipsy file", "promises 40 particles"]),
+    (lambda data: np.array([(2.0, -5, 3, 0, -5, 0, 0)], header_dtype(">")).tobytes(),
+     ["negative particle count", "nbodies = -5"]),
+    (lambda data: np.array([(2.0, 2**30, 3, 0, 2**30, 0, 0)], header_dtype(">")).tobytes()
+     + bytes(1000), ["truncated Tipsy file", "promises 1073741824 particles", "holds only 1032"]),
+])
+def test_damaged_tipsy_is_refused_not_handed_to_pynbody(tmp_path, cut, words):
+    """pynbody (the fallback) would pad a short file with zeros, fail on a negative count,
+    or allocate what a huge count asks for."""
+    whole = save_state(tmp_path / "whole.tipsy", make_state())
+    path = tmp_path / "cut.tipsy"
+    path.write_bytes(cut(whole.read_bytes()))
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    for word in [str(path), *words]:
+        assert word in str(info.value)
+
+
+def test_damage_leaves_sound_longer_and_other_files_alone(tmp_path):
+    whole = save_state(tmp_path / "whole.tipsy", make_state())
+    longer = tmp_path / "longer.tipsy"  # pynbody reads double-precision Tipsy: longer files
+    longer.write_bytes(whole.read_bytes() + bytes(40 * 24))
+    other = tmp_path / "other.dat"
+    other.write_bytes(bytes(range(256)))
+    assert [damage(p) for p in (whole, longer, other)] == [None, None, None]
+    assert "truncated" in str(damage(write_raw(tmp_path / "short.tipsy",
+                                               (0.0, 3, 3, 0, 3, 0, 0), 36 * 2)))
+
+
+@pytest.mark.parametrize("line, words", [
+    ("dDelta = -5", ["dDelta", "dt must be", "-5"]),
+    ("dTheta = nan", ["dTheta", "theta must be", "nan"]),
+    ("# galaxyview integrator = Leap Frog", ["galaxyview integrator", "module name"]),
+])
+def test_param_file_values_out_of_range_name_file_and_key(tmp_path, line, words):
+    path = save_state(tmp_path / "run.tipsy", make_state(), Params())
+    with open(param_path(path), "a") as f:
+        f.write(line + "\n")
+    with pytest.raises(SnapshotError) as info:
+        read_snapshot(path)
+    for word in [str(param_path(path)), *words]:
+        assert word in str(info.value)
+
+
+def test_binary_param_file_is_not_called_an_array_file(tmp_path):
+    path = save_state(tmp_path / "run.tipsy", make_state(), Params())
+    param_path(path).write_bytes(b"theta = banana\n\0\xff garbage\n")
+    with pytest.raises(SnapshotError, match="not a text parameter file") as info:
+        read_snapshot(path)
+    assert str(param_path(path)) in str(info.value)
+    assert "particle count" not in str(info.value)
 
 
 def test_potential_must_match_particles():

@@ -26,10 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
-from galaxyview.model.params import Params
+from galaxyview.model.finite import check_finite
+from galaxyview.model.params import Params, check_eps
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.tipsy_aux import (AUX_ARRAYS, aux_path, aux_text, param_path, param_text,
-                                        read_aux, read_param)
+from galaxyview.model.tipsy_aux import (AUX_ARRAYS, PARAM_KEYS, aux_path, aux_text, param_path,
+                                        param_text, read_aux, read_param)
 from galaxyview.model.units import G_KPC_KMS2_PER_MSUN, UnitSystem
 
 HEADER_BYTES = 32
@@ -112,23 +113,28 @@ def _expected_size(nsph: int, ndark: int, nstar: int) -> int:
             + nstar * BLOCK_BYTES["star"])
 
 
+def _fields(header: np.void) -> tuple[int, int, int, int, int]:
+    """(nbodies, ndim, nsph, ndark, nstar) as Python ints."""
+    return tuple(int(header[k]) for k in ("nbodies", "ndim", "nsph", "ndark", "nstar"))
+
+
 def _problems(header: np.void, size: int) -> list[str]:
     """What is wrong with a header read in one byte order, given the file size ([] if nothing)."""
-    nb, ndim, nsph, ndark, nstar = (int(header[k]) for k in
-                                    ("nbodies", "ndim", "nsph", "ndark", "nstar"))
+    nb, ndim, nsph, ndark, nstar = _fields(header)
     if ndim != 3:
         return [f"the header gives ndim = {ndim}, Tipsy snapshots have 3"]
     if min(nb, nsph, ndark, nstar) < 0:
-        return [f"corrupt header: negative particle count (nbodies = {nb}, nsph = {nsph}, "
-                f"ndark = {ndark}, nstar = {nstar})"]
+        return [f"corrupt Tipsy header: negative particle count (nbodies = {nb}, nsph = {nsph}, "
+                f"ndark = {ndark}, nstar = {nstar}); the file is damaged"]
     if nb != nsph + ndark + nstar:
         return [f"corrupt header: nbodies = {nb} but nsph + ndark + nstar = "
                 f"{nsph} + {ndark} + {nstar} = {nsph + ndark + nstar}"]
     expected = _expected_size(nsph, ndark, nstar)
     counts = f"{nsph} gas, {ndark} dark and {nstar} star particles need {expected} bytes"
     if size < expected:
-        return [f"truncated: the header announces {counts}, the file has only {size}; "
-                f"the snapshot is incomplete (was its writing interrupted?)"]
+        return [f"a truncated Tipsy file: its header promises {nb} particles ({nsph} gas, "
+                f"{ndark} dark, {nstar} star: {expected} bytes), the file holds only {size} "
+                f"bytes; the snapshot is incomplete (was its writing interrupted?)"]
     if size > expected:
         return [f"{size - expected} bytes too long: the header announces {counts}, the file "
                 f"has {size}; corrupt, or not a plain Tipsy snapshot"]
@@ -181,6 +187,30 @@ def read_tipsy(path) -> TipsySnapshot:
     if any(len(blocks[b]) != int(header[k]) for b, k in zip(_BLOCKS, ("nsph", "ndark", "nstar"))):
         raise SnapshotError(f"{path}: truncated while reading (is another program writing it?)")
     return TipsySnapshot(**blocks, time=float(header["time"]), pad=int(header["pad"]))
+
+
+def damage(path) -> SnapshotError | None:
+    """The error of a file with a Tipsy header (ndim 3, counts that add up, a finite time) that
+    is damaged: a negative count, or fewer bytes than the header promises. None for any other
+    file: a sound Tipsy file, not a Tipsy file, or a longer one (pynbody reads Tipsy files with
+    double-precision positions). Such a file must not go to pynbody: it pads missing particles
+    with zeros."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(HEADER_BYTES)
+    except OSError:
+        return None
+    if len(head) < HEADER_BYTES:
+        return None
+    for order in (">", "<"):
+        header = np.frombuffer(head, header_dtype(order), 1)[0]
+        nb, ndim, nsph, ndark, nstar = _fields(header)
+        if ndim != 3 or nb != nsph + ndark + nstar or not np.isfinite(header["time"]):
+            continue
+        if min(nsph, ndark, nstar) < 0 or size < _expected_size(nsph, ndark, nstar):
+            return SnapshotError(f"{path}: {_problems(header, size)[0]}")
+    return None
 
 
 def is_tipsy(path) -> bool:
@@ -272,16 +302,17 @@ def tipsy_to_state(snap: TipsySnapshot, source=None, radius=None, component=None
     """Particles in block order: gas (as STAR), dark (HALO), star (DISK); `radius`,
     `component`, `galaxy` in the same order (as read_aux gives them) replace the defaults."""
     gas, dark, star = snap.gas, snap.dark, snap.star
+    name = source or "Tipsy snapshot"
+    arrays = {k: np.concatenate([gas[k], dark[k], star[k]]) for k in ("pos", "vel", "mass")}
+    check_finite(name, **arrays)
     if component is None:
         component = np.concatenate([np.full(len(gas), Component.STAR),
                                     np.full(len(dark), Component.HALO),
                                     np.full(len(star), Component.DISK)])
     try:
-        state = ParticleState(
-            *(np.concatenate([gas[k], dark[k], star[k]]) for k in ("pos", "vel", "mass")),
-            component, galaxy, snap.time, radius=radius)
+        state = ParticleState(*arrays.values(), component, galaxy, snap.time, radius=radius)
     except GalaxyviewError as exc:
-        raise SnapshotError(f"{source or 'Tipsy snapshot'}: {exc}") from None
+        raise SnapshotError(f"{name}: {exc}") from None
     state.meta.update(source=str(source) if source else None, units=None)
     return state
 
@@ -322,15 +353,46 @@ def read_snapshot(path) -> tuple[ParticleState, dict, UnitSystem | None]:
     arrays = {name: read_aux(path, name, snap.n) for name in AUX_ARRAYS}
     state = tipsy_to_state(snap, path, **arrays)
     state.meta["scene"] = path.name
-    found, units = read_param(path)
+    found, units = _read_param(path)
     eps = np.concatenate([snap.dark["eps"], snap.star["eps"]]).astype(np.float64)
-    if "eps" not in found and len(eps) and np.all(eps == eps[0]) and np.isfinite(eps[0]) \
-            and eps[0] >= 0:
+    if "eps" not in found and len(eps) and np.all(eps == eps[0]) and _valid_eps(eps[0]):
         found["eps"] = float(eps[0])
     if units is None and snap.pad != 0:
         units = BONSAI_UNITS
         state.meta["flavour"] = "bonsai"
     return state, found, units
+
+
+def _valid_eps(eps) -> bool:
+    try:
+        check_eps(float(eps))
+    except GalaxyviewError:
+        return False
+    return True
+
+
+def _read_param(path: Path) -> tuple[dict, UnitSystem | None]:
+    """read_param, with each value checked as Params checks it: SnapshotError naming the
+    .param file and its key when one is out of range."""
+    pfile = param_path(path)
+    try:
+        pfile.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{pfile}: not a text parameter file; a Tipsy .param file holds "
+                            f"'key = value' lines (dDelta, dTheta, dSoft, dKpcUnit, dMsolUnit): "
+                            f"replace or remove it") from None
+    except OSError:
+        pass  # missing or unreadable: read_param says which
+    found, units = read_param(path)
+    keys = {name: key for key, name in PARAM_KEYS.items()}
+    for name, value in found.items():
+        try:
+            Params().with_(**{name: value})
+        except GalaxyviewError as exc:
+            key = keys.get(name, f"'# galaxyview {name}'")
+            raise SnapshotError(f"{pfile}: {key}: {exc}; correct that line or remove "
+                                f"it") from None
+    return found, units
 
 
 def load_snapshot(path) -> ParticleState:

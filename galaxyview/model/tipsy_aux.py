@@ -127,7 +127,7 @@ def param_text(params: Params, units: UnitSystem | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-_PARAM_KEYS = {"dDelta": "dt", "dTheta": "theta", "dSoft": "eps"}
+PARAM_KEYS = {"dDelta": "dt", "dTheta": "theta", "dSoft": "eps"}
 
 
 def read_param(path) -> tuple[dict, UnitSystem | None]:
@@ -147,15 +147,15 @@ def read_param(path) -> tuple[dict, UnitSystem | None]:
             continue
         key, eq, value = text.split("#")[0].partition("=")
         key = key.strip()
-        if not eq or key not in (*_PARAM_KEYS, "dKpcUnit", "dMsolUnit"):
+        if not eq or key not in (*PARAM_KEYS, "dKpcUnit", "dMsolUnit"):
             continue
         try:
             number_value = float(value)
         except ValueError:
             raise SnapshotError(f"{pfile}: line {number}: {key} = {value.strip()!r} is not a "
                                 f"number") from None
-        if key in _PARAM_KEYS:
-            found[_PARAM_KEYS[key]] = number_value
+        if key in PARAM_KEYS:
+            found[PARAM_KEYS[key]] = number_value
         else:
             unit[key] = number_value
     units = None

@@ -21,7 +21,7 @@ from galaxyview.snapshots import archive, foreign, gadget
 SNAPSHOT_SUFFIXES = (*archive.SUFFIXES, *tipsy.SUFFIXES, ".gadget", ".dat")
 
 
-@dataclass
+@dataclass(repr=False)
 class Snapshot:
     """One stored state and what its file says about the run.
 
@@ -41,6 +41,11 @@ class Snapshot:
     count: int = 1
     run: archive.RunInfo | None = None
     notes: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        of = f", snapshot {self.index} of {self.count}" if self.count > 1 else ""
+        return (f"<Snapshot {self.source}: {self.format}, N = {self.state.n}, "
+                f"t = {self.time:g}{of}>")
 
     @property
     def time(self) -> float:
@@ -83,6 +88,9 @@ def read(path, index: int | None = None) -> Snapshot:
     if gadget.binary_order(head) is not None:
         state, units, notes = gadget.read_binary(path)
         return Snapshot(state, "gadget-binary", path, {}, units, notes=notes)
+    damaged = tipsy.damage(path)  # not for pynbody: it pads a short file with zeros
+    if damaged is not None:
+        raise damaged
     if foreign.available():
         return _read_foreign(path)
     raise SnapshotError(f"{path}: not a format galaxyview knows. {accepted_formats()}")

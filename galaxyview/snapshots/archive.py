@@ -23,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from galaxyview.errors import SnapshotError
+from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.files import check_free_space, check_output_path
 from galaxyview.model import diagnostics
 from galaxyview.model.exact import ExactState
+from galaxyview.model.finite import check_finite
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
@@ -254,7 +255,11 @@ class Archive:
                                 f"holds {count}" + (f" (0..{count - 1})" if count else ""))
         name = self._names[index]
         try:
-            return _read_snapshot(self._file["snapshots"][name])
+            return _read_snapshot(self._file["snapshots"][name], f"{self.path}: snapshot {name}")
+        except SnapshotError:
+            raise
+        except GalaxyviewError as exc:  # a value ParticleState or Params refuses
+            raise SnapshotError(f"{self.path}: snapshot {name}: {exc}") from None
         except (KeyError, ValueError, TypeError, OSError) as exc:
             raise SnapshotError(f"{self.path}: snapshot {name} is incomplete or corrupt "
                                 f"({exc})") from None
@@ -277,13 +282,16 @@ class Archive:
         self.close()
 
 
-def _read_snapshot(g) -> ExactState:
+def _read_snapshot(g, where: str) -> ExactState:
+    """Snapshot group `g`; `where` names it in messages."""
     a = g.attrs
     raw = json.loads(a["params"])
     known = {f.name for f in dataclasses.fields(Params)}
     params = Params(**{k: v for k, v in raw.items() if k in known})
-    state = ParticleState(g["pos"][()], g["vel"][()], g["mass"][()], g["component"][()],
-                          g["galaxy"][()], float(a["time"]), radius=g["radius"][()])
+    pos, vel, mass = g["pos"][()], g["vel"][()], g["mass"][()]
+    check_finite(where, pos=pos, vel=vel, mass=mass)
+    state = ParticleState(pos, vel, mass, g["component"][()], g["galaxy"][()], float(a["time"]),
+                          radius=g["radius"][()])
     exact = g["exact"] if "exact" in g else {}
     acc = exact["acc"][()] if "acc" in exact else g["acc"][()] if "acc" in g else None
     pot = exact["pot"][()] if "pot" in exact else g["pot"][()] if "pot" in g else None

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
+from galaxyview.model.finite import check_finite
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import UnitSystem
-
 
 
 def available() -> bool:
@@ -32,6 +32,24 @@ def read(path) -> tuple[ParticleState, UnitSystem | None, dict]:
     except Exception as exc:  # noqa: BLE001 - pynbody raises many kinds for unknown files
         raise SnapshotError(f"{path}: not a format galaxyview knows, and pynbody cannot "
                             f"read it either ({exc})") from None
+    try:
+        state, units = _convert(sim, path)
+    except GalaxyviewError:
+        raise
+    except MemoryError:
+        raise SnapshotError(f"{path}: out of memory while pynbody reads it as "
+                            f"{type(sim).__name__}; its header may promise more particles than "
+                            f"the file holds (corrupt), or it is too large for this "
+                            f"machine") from None
+    except Exception as exc:  # noqa: BLE001 - pynbody's errors on a damaged file vary
+        raise SnapshotError(f"{path}: pynbody takes it for {type(sim).__name__} but cannot read "
+                            f"it ({type(exc).__name__}: {exc}); the file is damaged or "
+                            f"incomplete") from None
+    return state, units, {"pynbody_class": type(sim).__name__}
+
+
+def _convert(sim, path: Path) -> tuple[ParticleState, UnitSystem | None]:
+    """The particles of pynbody snapshot `sim` (pynbody loads them here, lazily)."""
     comps = {"dm": Component.HALO, "star": Component.DISK, "gas": Component.STAR}
     parts, component = [], []
     for family in sim.families():
@@ -49,8 +67,9 @@ def read(path) -> tuple[ParticleState, UnitSystem | None, dict]:
         pos, vel, mass = (np.concatenate([np.asarray(p[k]) for p in parts])
                           for k in ("pos", "vel", "mass"))
         units, time = None, 0.0
+    check_finite(path, pos=pos, vel=vel, mass=mass)
     try:
         state = ParticleState(pos, vel, mass, np.concatenate(component), time=time)
     except GalaxyviewError as exc:
         raise SnapshotError(f"{path}: {exc}") from None
-    return state, units, {"pynbody_class": type(sim).__name__}
+    return state, units

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
+from galaxyview.model.finite import check_finite
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import KPC_KM, MYR_S, UnitSystem
 
@@ -208,6 +209,7 @@ def _to_state(path, npart, pos, vel, mass, time, cgs, comoving):
     length_cm, mass_g, velocity_cms = cgs
     units = UnitSystem(length_kpc=length_cm / KPC_CM, mass_msun=mass_g / MSUN_G)
     pos, vel = np.asarray(pos, np.float64), np.asarray(vel, np.float64)
+    check_finite(path, pos=pos, vel=vel, mass=mass)
     notes = {"gadget_types": npart}
     if comoving is not None:
         a, h, swift = comoving
