@@ -30,9 +30,13 @@ def check_free_space(path, need_bytes: int, what: str, error=GalaxyviewError) ->
 
     folder = Path(path).expanduser().parent
     try:
-        free = shutil.disk_usage(folder).free
+        usage = shutil.disk_usage(folder)
     except OSError:
         return  # not measurable here: the writes themselves report a full disk
+    if usage.total == 0:
+        raise error(f"{path}: {folder} stores no files (a virtual file system); write to "
+                    f"another folder")
+    free = usage.free
     if need_bytes > free:
         raise error(f"{path}: {what} needs about {_size(need_bytes)}, but {folder} has only "
                     f"{_size(free)} free; free some space, write to another folder or save "

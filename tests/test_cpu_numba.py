@@ -147,7 +147,7 @@ def test_threads_give_identical_forces():
         set_threads(1)
         one = walk.tree_forces(tree, 0.5, 0.05)
         eng, _ = create_engine("cpu", Params())
-        assert "1 threads" in eng.device_name
+        assert "numba, 1 thread)" in eng.device_name
         set_threads(2)
         two = walk.tree_forces(tree, 0.5, 0.05)
     finally:

@@ -217,6 +217,11 @@ def test_record_plays_an_archive_back_without_simulating(tmp_path, capsys):
     for a, b in zip(frames, live_frames):
         assert np.abs(a.astype(int) - b).mean() < 1.0
     assert "playback of 4 stored snapshots" in capsys.readouterr().err
+    longer = tmp_path / "longer.mp4"  # more frames than stored: the last is held, with a note
+    assert run_cli([str(arc), "--backend", "cpu", "-o", str(longer), *SIZE, "--frames", "6"]) == 0
+    assert len(read_movie(longer)[1]) == 6
+    assert "holds 4 frames (--steps-per-frame 1); the last is held for the other 2" in \
+        capsys.readouterr().err
 
 
 def test_camera_path_moves_the_camera_of_each_frame(tmp_path, capsys):

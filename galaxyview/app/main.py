@@ -180,8 +180,9 @@ def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int
     app = _application()
     window = MainWindow(options)
     show = ShowController(window, playlist, fullscreen, items)
-    print(f"galaxyview show: {len(playlist.items)} scenes from {playlist.source}; any key or "
-          f"mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
+    count = len(playlist.items)
+    print(f"galaxyview show: {count} scene{'s' * (count != 1)} from {playlist.source}; any key "
+          f"or mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
     show.start()
     if not window.isVisible():  # nothing could be opened
         wait_for_workers()

@@ -46,11 +46,21 @@ def count_type(text: str) -> int:
             number = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not (number.is_integer() and abs(number) < 2**53):
+        if not number.is_integer():
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if abs(number) >= 2**53:
+            raise argparse.ArgumentTypeError(f"{text} is too large (at most 2^53)") from None
         value = int(number)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def steps_type(text: str) -> int:
+    """A count >= 0."""
+    value = whole_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 

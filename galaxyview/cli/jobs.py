@@ -47,6 +47,8 @@ def cmd_bench(args) -> int:
     from galaxyview.engines import PHASES, resolve_backend
     from galaxyview.bench.engine import bench_one
 
+    if args.hermite or args.hierarchical:
+        _need_gpu(args, "--hermite" if args.hermite else f"--hierarchical {args.hierarchical}")
     if args.hermite:
         return _bench_hermite(args)
     if args.hierarchical:
@@ -100,11 +102,20 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _need_gpu(args, mode: str) -> None:
+    """bench's GPU-only modes: refuse another backend, and say so where no GPU is usable."""
+    from galaxyview.engines import gpu_unavailable_reason
+
+    if args.backend not in ("auto", "gpu"):
+        raise GalaxyviewError(f"bench {mode} times the GPU engine only; leave out --backend "
+                              f"{args.backend}")
+    reason = gpu_unavailable_reason(args.device)
+    if reason:
+        raise GalaxyviewError(f"bench {mode} needs a CUDA GPU: {reason}")
+
+
 def _bench_hermite(args) -> int:
     from galaxyview.bench import hermite
-    from galaxyview.engines import resolve_backend
-
-    resolve_backend("gpu", args.device)  # a clear error where there is no GPU
     ns = args.n or [1 << 14, 1 << 16, 1 << 18, 1 << 20]
     say("GPU Hermite: force kernel by active block, then a 64k Plummer for one time unit")
     rows, device = hermite.kernel_rates(ns, args.device)

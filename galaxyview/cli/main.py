@@ -7,6 +7,7 @@ import sys
 from galaxyview.version import __version__
 from galaxyview.cli import common
 from galaxyview.errors import GalaxyviewError
+from galaxyview.interrupt import stop_signals_as_ctrl_c, stopped_by, what_stopped
 
 COMMANDS = ("run", "accuracy", "bench", "scenes", "record", "view", "show")
 
@@ -57,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theta", type=common.theta_type, nargs="+", default=None,
                    help="opening angles (default: 0.4 0.75; with --compare 0.5 0.75)")
     p.add_argument("--steps", type=common.count_type, default=9, help="timed steps (9)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed steps first (2)")
+    p.add_argument("--warmup", type=common.steps_type, default=2,
+                   help="untimed steps first (2)")
     p.add_argument("--hermite", action="store_true",
                    help="the GPU Hermite instead: force kernel rate by active-block size at "
                         "each --n (default 16k 64k 256k 1M), and a 64k-star Plummer advanced "
@@ -125,16 +127,30 @@ def main(argv: list[str] | None = None) -> int:
 
         k = processes.wanted(args)
         if parallel.launched():  # under mpirun: rank 0 runs the command, the others serve
+            processes.check_launched(k)
             return processes.as_rank(lambda: _command(args))
+        stop_signals_as_ctrl_c()  # (the processes of an MPI job: as mpirun has them)
         if k > 1:
-            return processes.spawn(argv, k, args.backend == "gpu")
-        return _command(args)
+            n = getattr(args, "n", None)  # (bench takes several)
+            return _exit_code(processes.spawn(argv, k, args.backend == "gpu",
+                                              n if isinstance(n, int) else None,
+                                              processes.flag(args, k)))
+        return _exit_code(_command(args))
     except GalaxyviewError as exc:
         print(f"galaxyview: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("galaxyview: interrupted", file=sys.stderr)
-        return 130
+        print(f"galaxyview: interrupted ({what_stopped()})", file=sys.stderr)
+        return _exit_code(130)
+
+
+def _exit_code(code: int) -> int:
+    """130 (Ctrl-C) becomes 128 + the signal taken as Ctrl-C (SIGTERM 143, SIGHUP 129)."""
+    sig = stopped_by()
+    if code != 130 or sig is None:
+        return code
+    print(f"galaxyview: stopped by {what_stopped()}, as by Ctrl-C", file=sys.stderr)
+    return 128 + sig
 
 
 def _command(args) -> int:

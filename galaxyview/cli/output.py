@@ -7,7 +7,8 @@ import sys
 from contextlib import contextmanager
 
 import numpy as np
-from tqdm import tqdm
+
+from galaxyview import progress
 
 
 def print_json(obj) -> None:
@@ -47,9 +48,8 @@ def progress_bar(total: int, desc: str, unit: str = "step"):
         bar.close()
 
 
-def _bar(total: int, desc: str, unit: str, **options) -> tqdm:
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
-                disable=None, **options)  # None: off when stderr is not a terminal
+def _bar(total: int, desc: str, unit: str, **options):
+    return progress.bar(total, desc, unit, **options)  # (lines in a log)
 
 
 @contextmanager

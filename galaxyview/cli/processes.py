@@ -10,6 +10,7 @@ import sys
 
 from galaxyview.cli.output import say
 from galaxyview.errors import GalaxyviewError
+from galaxyview.progress import TERMINAL_ENV
 
 REPORTED = (0, 1, 2, 3, 130)  # exit codes whose reason rank 0 or the time-out printed
 
@@ -27,20 +28,58 @@ def wanted(args) -> int:
     return gpus or procs or 1
 
 
-def spawn(argv: list[str], k: int, gpus: bool) -> int:
-    """Run this command line again under mpirun -n k; its exit code."""
+MAX_PER_CPU = 4  # --procs K: at most this many processes a CPU
+
+
+def flag(args, k: int) -> str:
+    """The options that asked for k processes, as the user gave them."""
+    if getattr(args, "gpus", None):
+        return f"--gpus {k}"
+    return f"--procs {k}" + (" --backend gpu" if args.backend == "gpu" else "")
+
+
+def check_launched(k: int) -> None:
+    """Under mpirun: --procs/--gpus, where given, must be the job's size."""
+    from galaxyview.engines.parallel import world_size_from_env
+
+    size = world_size_from_env()
+    if k > 1 and k != size:
+        raise GalaxyviewError(f"--procs/--gpus {k} under an mpirun of {size} processes: give "
+                              f"the same count, or leave --procs and --gpus out under mpirun")
+
+
+def spawn(argv: list[str], k: int, gpus: bool, n: int | None = None,
+          asked: str | None = None) -> int:
+    """Run this command line again under mpirun -n k (n: the particles asked for, checked
+    first where known; asked: the options that asked for it); its exit code."""
     from galaxyview.engines import gpu_unavailable_reason
     from galaxyview.engines.parallel import launch
 
-    flag = f"--gpus {k}" if gpus else f"--procs {k}"
+    flag = asked or (f"--gpus {k}" if gpus else f"--procs {k}")
+    if n is not None and launch.too_few(n, k):
+        raise GalaxyviewError(f"{flag}: {launch.too_few(n, k)}")
+    cpus = os.cpu_count() or 1
+    if not gpus and k > MAX_PER_CPU * cpus:
+        raise GalaxyviewError(f"{flag}: {k} processes on {cpus} CPUs would only wait for each "
+                              f"other (each also takes memory to start); use at most "
+                              f"{MAX_PER_CPU * cpus}")
     reason = launch.unavailable_reason()
     if reason:
         raise GalaxyviewError(f"{flag}: {reason}; or run on one process")
     if gpus:
+        reason = gpu_unavailable_reason(0)
+        if reason:
+            raise GalaxyviewError(f"{flag}: {reason}; --procs {k} --backend cpu runs the CPU "
+                                  f"engine over {k} processes")
         reason = gpu_unavailable_reason(launch.rank_gpu(k - 1))
         if reason:
             raise GalaxyviewError(f"{flag}: {reason}; ask for fewer GPUs")
+    if not gpus and k > cpus:
+        say(f"galaxyview: note: {k} processes share {cpus} CPUs; fewer processes will be "
+            "faster")
     env = dict(os.environ)
+    if sys.stderr.isatty():  # rank 0's stderr is mpirun's pipe: it draws its bars anyway
+        env[TERMINAL_ENV] = "1"
     if "GALAXYVIEW_THREADS" not in env and "--threads" not in argv:
         env["GALAXYVIEW_THREADS"] = str(max(1, (os.cpu_count() or 1) // k))
     cmd = launch.mpirun_command(k, [sys.executable, "-m", "galaxyview", *argv])

@@ -125,6 +125,10 @@ def run_record(args) -> int:
             stored = 1 + (sim.engine.frame_count - 1) // args.steps_per_frame
             frames = options.frames = args.frames or (
                 round(args.duration * args.fps) if args.duration else stored)
+            if frames > stored:
+                say(f"galaxyview record: note: {args.source} holds {stored} frames "
+                    f"(--steps-per-frame {args.steps_per_frame}); the last is held for the "
+                    f"other {frames - stored}")
     except GalaxyviewError as exc:
         if writer is not None:
             writer.abort()

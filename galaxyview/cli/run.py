@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from galaxyview.cli import common
@@ -15,6 +16,7 @@ from galaxyview.cli.output import making_bar, print_json, progress_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path
 
+ENERGY_WARN = 0.01  # a relative energy error above this gets a note
 RESCUE_AFTER_S = 60.0  # a run without --archive or --out keeps its state when it ran this long
 
 
@@ -85,8 +87,11 @@ def cmd_run(args) -> int:
     interval = Interval(args.every, args.every_time, args.every_wall)
     archive_overwrite = args.overwrite
     if args.archive:
+        _check_archive(args.archive, args.out)
         archive_overwrite = _ask_overwrite([Path(args.archive)], args.overwrite)
-        check_output_path(args.archive, archive_overwrite)
+        folder = check_output_path(args.archive, archive_overwrite).parent
+        if not os.access(folder, os.W_OK):
+            raise GalaxyviewError(f"--archive {args.archive}: folder {folder} is not writable")
     elif any(v is not None for v in (args.every, args.every_time, args.every_wall)):
         raise GalaxyviewError("--every, --every-time and --every-wall need --archive FILE.h5")
     with making_bar() as made:
@@ -114,8 +119,12 @@ def cmd_run(args) -> int:
             if checkpoints is not None:
                 checkpoints.finish(sim.engine)
             if args.out:
-                sim.save(args.out, overwrite=overwrite)
-                result.out = args.out
+                try:
+                    sim.save(args.out, overwrite=overwrite)
+                    result.out = args.out
+                except GalaxyviewError as exc:  # (a full disk): the state goes elsewhere
+                    result.stopped = f"writing --out failed ({exc})"
+                    result.saved = _rescue(sim)
         if checkpoints is not None:
             result.archive, result.snapshots = str(checkpoints.path), checkpoints.count
     finally:
@@ -134,8 +143,6 @@ def cmd_run(args) -> int:
 def _keep_last_state(sim, args, checkpoints, overwrite: bool, result) -> str:
     """After a stop: the engine's last good state to the archive, else --out, else (after a
     long run) a rescue file; returns a sentence saying where it went."""
-    from galaxyview.snapshots import archive
-
     try:
         exact = sim.engine.exact_state()
     except GalaxyviewError as exc:
@@ -150,18 +157,49 @@ def _keep_last_state(sim, args, checkpoints, overwrite: bool, result) -> str:
                 checkpoints.writer.append(exact)
             return (f"the last good state (t = {exact.time:g}, step {exact.steps}) is snapshot "
                     f"{checkpoints.count - 1} of {checkpoints.path}")
-        if args.out:
+    except GalaxyviewError as exc:
+        return f"saving the last good state failed: {exc}"
+    if args.out:
+        try:
             sim.save(args.out, overwrite=overwrite)
             result.out = args.out
             return f"the last good state (t = {exact.time:g}) was written to {args.out}"
-        if result.wall_s < RESCUE_AFTER_S:
-            return "nothing was saved (a short run; --archive FILE.h5 keeps the states)"
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = Path(f"{sim.name}-rescue-{stamp}.h5").resolve()
-        archive.save_exact(path, exact, sim.run_info())
-        return f"the last good state (t = {exact.time:g}) was written to {path}"
+        except GalaxyviewError as exc:
+            return f"writing {args.out} failed ({exc}); {_rescue(sim, exact)}"
+    if result.wall_s < RESCUE_AFTER_S:
+        return "nothing was saved (a short run; --archive FILE.h5 keeps the states)"
+    return _rescue(sim, exact)
+
+
+def _rescue(sim, exact=None) -> str:
+    """The state to a rescue file in the working folder, else in the temporary folder;
+    returns a sentence saying where it went."""
+    from galaxyview.snapshots import archive
+
+    failures = []
+    try:
+        exact = exact or sim.engine.exact_state()
     except GalaxyviewError as exc:
-        return f"saving the last good state failed: {exc}"
+        return f"the engine's state is not usable ({exc}); nothing could be saved"
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    for folder in (Path.cwd(), Path(tempfile.gettempdir())):
+        path = folder / f"{sim.name}-rescue-{stamp}.h5"
+        try:
+            archive.save_exact(path, exact, sim.run_info())
+            return f"the last good state (t = {exact.time:g}) was written to {path}"
+        except (GalaxyviewError, OSError) as exc:
+            failures.append(f"{folder}: {exc}")
+    return "saving the last good state failed: " + "; ".join(failures)
+
+
+def _check_archive(path: str, out: str | None) -> None:
+    """--archive is an HDF5 archive, another file than --out."""
+    if Path(path).suffix.lower() not in (".h5", ".hdf5"):
+        raise GalaxyviewError(f"--archive {path}: an archive is an HDF5 file; give a name "
+                              "ending in .h5")
+    if out is not None and Path(out).resolve() == Path(path).resolve():
+        raise GalaxyviewError(f"--out and --archive are the same file ({path}); the archive "
+                              "keeps the last state too, so leave out --out, or name another")
 
 
 def _report(result) -> None:
@@ -201,9 +239,16 @@ def _report(result) -> None:
     print(f"  time per step          {result.ms_per_step_median:.2f} ms (median); "
           f"wall {result.wall_s:.2f} s")
     if result.archive:
-        print(f"  archive                {result.archive} ({result.snapshots} snapshots)")
+        count = result.snapshots
+        print(f"  archive                {result.archive} ({count} snapshot{'s' * (count != 1)})")
     if result.out and not result.stopped:
         print(f"  final state written to {result.out}")
+    error = result.rel_energy_error
+    if error is not None and abs(error) > ENERGY_WARN:
+        say(f"galaxyview run: note: the total energy changed by {abs(error):.3g} of itself; "
+            f"the run is not accurate: use a smaller --dt, a larger --eps or a smaller --theta")
     if result.stopped:
-        say(f"galaxyview run: stopped after {result.steps} of {result.steps_asked} steps: "
-            f"{result.stopped}. {result.saved[0].upper()}{result.saved[1:]}.")
+        done = (f"all {result.steps} steps ran, but" if result.steps == result.steps_asked
+                else f"stopped after {result.steps} of {result.steps_asked} steps:")
+        say(f"galaxyview run: {done} {result.stopped.rstrip('.')}. {result.saved[0].upper()}"
+            f"{result.saved[1:]}.")

@@ -1,11 +1,8 @@
 """Keeping a long run's states: archive snapshots at an interval (steps, simulated time or wall
-time), a Ctrl-C that stops at the end of the current step, and the last good state written
-when a run fails or is interrupted."""
+time), and the last good state written when a run fails or is interrupted (interrupt.py stops
+it at the end of the current step)."""
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 import time
 from dataclasses import dataclass
 
@@ -81,29 +78,5 @@ class Checkpoints:
 def preflight(path, n: int, count: int, what: str = "the archive") -> None:
     """Refuse a run whose files would not fit the free space of their folder."""
     check_free_space(path, count * archive.snapshot_bytes(n),
-                     f"{what} ({count} snapshots of {n} particles)", GalaxyviewError)
-
-
-class Interrupt:
-    """Ctrl-C during a run stops it after the current step (a second Ctrl-C at once): the
-    state stays whole, so it can be saved and restarted exactly. `requested` says if it came."""
-
-    def __init__(self):
-        self.requested = False
-
-    @contextlib.contextmanager
-    def deferred(self):
-        if threading.current_thread() is not threading.main_thread():
-            yield self
-            return
-
-        def handler(signum, frame):
-            if self.requested:
-                raise KeyboardInterrupt
-            self.requested = True
-
-        old = signal.signal(signal.SIGINT, handler)
-        try:
-            yield self
-        finally:
-            signal.signal(signal.SIGINT, old)
+                     f"{what} ({count} snapshot{'s' * (count != 1)} of {n} particles)",
+                     GalaxyviewError)

@@ -8,7 +8,8 @@ import numpy as np
 
 from galaxyview.engines.base import Engine
 from galaxyview.errors import GalaxyviewError
-from galaxyview.jobs.checkpoint import Checkpoints, Interrupt
+from galaxyview.interrupt import Interrupt, what_stopped
+from galaxyview.jobs.checkpoint import Checkpoints
 from galaxyview.model import cluster, diagnostics
 from galaxyview.model.ring_stats import ring_stats
 from galaxyview.model.state import Component
@@ -93,10 +94,10 @@ def run(engine: Engine, name: str, steps: int, progress=None, time_unit_myr=None
                 if progress:
                     progress(1)
                 if interrupt.requested:
-                    stopped = "interrupted (Ctrl-C)"
+                    stopped = f"interrupted ({what_stopped()})"
                     break
     except KeyboardInterrupt:
-        stopped = "interrupted (Ctrl-C twice: in the middle of a step)"
+        stopped = f"interrupted ({what_stopped()} twice: in the middle of a step)"
     except MemoryError:
         stopped = "out of memory"
     except GalaxyviewError as exc:

@@ -116,7 +116,7 @@ def _check_positive(name: str):
     """A checker of a positive number no larger than float32 allows, named `name`."""
     def check(x) -> float:
         if not (_finite(x) and 0 < float(x) <= F32_MAX):
-            raise _number(name, x, "a positive number")
+            raise _number(name, x, f"a positive number, at most {F32_MAX:.3g} (a float32)")
         return float(x)
     return check
 

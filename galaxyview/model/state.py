@@ -8,6 +8,8 @@ import numpy as np
 
 from galaxyview.errors import GalaxyviewError
 
+SQUARE_MAX = 1e18  # positions and velocities: their squares and sums of them fit a float32
+
 
 class Component(enum.IntEnum):
     """What a particle stands for; the viewer colours by it."""
@@ -110,6 +112,13 @@ class ParticleState:
                     f"particle {first}); the state is unusable: reload the scene or try a "
                     f"smaller time step"
                 )
+        for name in ("pos", "vel"):
+            big = float(np.abs(getattr(self, name)).max(initial=0.0))
+            if big > SQUARE_MAX:
+                raise GalaxyviewError(
+                    f"{name} reaches {big:.3g}: float32 arithmetic squares it, so it must stay "
+                    f"below {SQUARE_MAX:.0e}; scale the model down (a scene: a smaller size, "
+                    f"separation or length unit)")
         if (self.mass < 0).any():
             raise GalaxyviewError("negative particle masses; masses must be >= 0")
         if self.radius.shape != (n,):

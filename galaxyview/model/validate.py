@@ -15,6 +15,8 @@ else:  # pragma: no cover
 _MISSING = object()
 from galaxyview.model.params import F32_MAX  # particle data are float32: larger is inf
 
+F32_TINY = 1.1754944e-38  # the smallest normal float32: smaller is 0 (or lost precision)
+
 
 class Table:
     """A view of one TOML table. `where` is the dotted key path of the table (e.g. 'galaxy[1]').
@@ -55,6 +57,9 @@ class Table:
         if abs(value) > F32_MAX:
             raise self.error(key, value, f"is too large: particle data are float32 (at most "
                                          f"{F32_MAX:.3g})")
+        if 0 < abs(value) < F32_TINY:
+            raise self.error(key, value, f"is too small: particle data are float32 (a value "
+                                         f"other than 0 is at least {F32_TINY:.3g})")
         bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
         bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
         if bad_lo or bad_hi:
@@ -99,6 +104,9 @@ class Table:
         if any(abs(v) > F32_MAX for v in value):
             raise self.error(key, value, f"is too large: particle data are float32 (at most "
                                          f"{F32_MAX:.3g})")
+        if any(0 < abs(v) < F32_TINY for v in value):
+            raise self.error(key, value, f"is too small: particle data are float32 (a value "
+                                         f"other than 0 is at least {F32_TINY:.3g})")
         return [float(v) for v in value]
 
     def table(self, key, default=_MISSING) -> "Table | None":
@@ -126,14 +134,21 @@ class Table:
 
 
 def _range_text(lo, hi, lo_open=False, hi_open=False) -> str:
-    """'in [0, 1)', '> 0', '<= 5' ... for error messages."""
+    """'in [0, 1)', '> 0', '<= 5' ... for error messages (whole numbers written out)."""
+    lo_t, hi_t = _bound(lo), _bound(hi)
     if lo is not None and hi is not None:
-        return f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        return f"in {'(' if lo_open else '['}{lo_t}, {hi_t}{')' if hi_open else ']'}"
     if lo is not None:
-        return f"{'>' if lo_open else '>='} {lo:g}"
+        return f"{'>' if lo_open else '>='} {lo_t}"
     if hi is not None:
-        return f"{'<' if hi_open else '<='} {hi:g}"
+        return f"{'<' if hi_open else '<='} {hi_t}"
     return "a number"
+
+
+def _bound(x) -> str:
+    if x is None:
+        return ""
+    return f"{x:,}".replace(",", "_") if isinstance(x, int) and abs(x) >= 10**6 else f"{x:g}"
 
 
 def read_toml(path: Path, what: str) -> dict:

@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, ParameterError
+from galaxyview.interrupt import Interrupt
 from galaxyview.model.state import Component, Selection
 from galaxyview.movie.caption import caption_text, draw_caption
 from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_size
+from galaxyview.progress import bar as progress_bar
 from galaxyview.render import rings
 
 CAMERAS = ("fixed", "orbit", "follow")
@@ -144,40 +146,45 @@ def record_frames(engine, renderer, writer, options: RecordOptions, caption=None
     stepper = _Stepper(engine, options.steps_per_frame)
     spent = {"step_wait": 0.0, "render": 0.0, "read": 0.0, "caption": 0.0, "encode_wait": 0.0}
     done, interrupted, failure = 0, False, None
+    interrupt = Interrupt()  # Ctrl-C: the frame in hand is finished first
     try:
-        for i in range(options.frames):
-            t0 = time.perf_counter()
-            if i and options.steps_per_frame:
+        with interrupt.deferred():
+            for i in range(options.frames):
+                t0 = time.perf_counter()
+                if i and options.steps_per_frame:
+                    if overlap:
+                        stepper.wait()
+                    else:
+                        engine.step(options.steps_per_frame)
+                if i and d_azimuth:
+                    camera.orbit(d_azimuth)
+                t1 = time.perf_counter()
+                sim_time = engine.time  # of this frame (the stepper may run on during read-back)
+                if options.camera_path is not None:
+                    options.camera_path.apply(camera, sim_time)
                 if overlap:
-                    stepper.wait()
+                    renderer.render_frame()
+                    t2 = time.perf_counter()
+                    if i + 1 < options.frames and options.steps_per_frame:
+                        stepper.start()
+                    rgb = renderer.read()
                 else:
-                    engine.step(options.steps_per_frame)
-            if i and d_azimuth:
-                camera.orbit(d_azimuth)
-            t1 = time.perf_counter()
-            sim_time = engine.time  # of this frame (the stepper may run on during read-back)
-            if options.camera_path is not None:
-                options.camera_path.apply(camera, sim_time)
-            if overlap:
-                renderer.render_frame()
-                t2 = time.perf_counter()
-                if i + 1 < options.frames and options.steps_per_frame:
-                    stepper.start()
-                rgb = renderer.read()
-            else:
-                rgb = renderer.draw()
-                t2 = time.perf_counter()
-            t3 = time.perf_counter()
-            if caption is not None:
-                draw_caption(rgb, caption(sim_time))
-            t4 = time.perf_counter()
-            writer.add_frame(rgb, copy=False)
-            t5 = time.perf_counter()
-            done += 1
-            for key, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
-                spent[key] += dt
-            if progress is not None:
-                progress(done, sim_time)
+                    rgb = renderer.draw()
+                    t2 = time.perf_counter()
+                t3 = time.perf_counter()
+                if caption is not None:
+                    draw_caption(rgb, caption(sim_time))
+                t4 = time.perf_counter()
+                writer.add_frame(rgb, copy=False)
+                t5 = time.perf_counter()
+                done += 1
+                for key, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                    spent[key] += dt
+                if progress is not None:
+                    progress(done, sim_time)
+                if interrupt.requested:
+                    interrupted = True
+                    break
     except KeyboardInterrupt:
         interrupted = True
     except MovieError:
@@ -199,8 +206,6 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
     renderer: an OffscreenRenderer to reuse (kept open), or None for a new one of options.size.
     Ctrl-C or an engine failure finishes the movie with the frames made so far.
     """
-    from tqdm import tqdm
-
     own = renderer is None
     if own:
         from galaxyview.render.offscreen import OffscreenRenderer
@@ -217,9 +222,8 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
             renderer.camera.follow(follow_target(sim))
         myr = sim.units.time_myr if sim.units else None
         caption = (lambda t: caption_text(sim.name, t, myr)) if options.caption else None
-        bar = tqdm(total=options.frames, desc=f"{sim.name} -> {writer.path.name}", unit="frame",
-                   file=sys.stderr, dynamic_ncols=True,
-                   disable=None if show_progress else True)  # None: off when not a TTY
+        bar = progress_bar(options.frames, f"{sim.name} -> {writer.path.name}", "frame",
+                           disable=not show_progress)  # (lines in a log)
 
         def progress(done, t):
             if done == 1 and renderer.notice:

@@ -94,7 +94,9 @@ class ParticleRenderer:
         if self.vbo is not None:
             self.vbo.delete()
         self.vbo = gloo.VertexBuffer(np.zeros(max(n, 1), VERTEX_DTYPE))
-        self._points.bind(self.vbo)
+        for name in VERTEX_DTYPE.names:  # (the points draw no radius)
+            if name != "a_radius":
+                self._points[name] = self.vbo[name]
         self._spheres.bind(self.vbo)
         self.count = n
         return True

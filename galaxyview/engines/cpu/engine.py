@@ -172,12 +172,13 @@ class CPUEngine(Engine):
         s.timings, s.pp, s.pc = dict.fromkeys(PHASES, 0.0), 0, 0
         t0 = perf_counter()
         try:
-            advanced = self.integrator.step(self.params.dt)
-            s.time = self._time + advanced
-            self.boundary.apply()
-            t1 = perf_counter()
-            self.collision.resolve()
-            collide = perf_counter() - t1
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # (_check)
+                advanced = self.integrator.step(self.params.dt)
+                s.time = self._time + advanced
+                self.boundary.apply()
+                t1 = perf_counter()
+                self.collision.resolve()
+                collide = perf_counter() - t1
             self._check(s.acc, "accelerations")
             self._check(s.vel, "velocities")
         except BaseException:  # a NaN (EngineError), MemoryError or Ctrl-C mid-step

@@ -12,9 +12,11 @@ import threading
 import numpy as np
 
 from galaxyview.engines.cpu.cells import Tree
+from galaxyview.engines.cpu import threads
 from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.engines.cpu_numba import build, jit, walk
 from galaxyview.errors import EngineError
+from galaxyview.interrupt import Noticed
 
 ANNOUNCE_AFTER_S = 2.0  # say "compiling" when readying the kernels takes longer (a cache load does not)
 _warm = False
@@ -52,19 +54,23 @@ def warm_up(stream=None, announce_after: float | None = None) -> None:
         timer.start()
     else:
         announce()
+    ctrl_c = Noticed()  # (one that numba's compiler swallowed is raised between kernels)
     try:
-        sorted_ = build.sort_particles(pos, mass)
-        for step in steps:
-            if step == "cells":
-                tree = build.build_cells(sorted_, 4, 8)
-            elif step == "multipoles":
-                build.compute_multipoles(tree)
-            elif step == "walk":
-                walk.tree_forces(tree, 0.5, 0.05)
-            with lock:
-                done += 1
-                if bar is not None:
-                    bar.update(1)
+        with ctrl_c.watch():
+            sorted_ = build.sort_particles(pos, mass)
+            for step in steps:
+                ctrl_c.check()
+                if step == "cells":
+                    tree = build.build_cells(sorted_, 4, 8)
+                elif step == "multipoles":
+                    build.compute_multipoles(tree)
+                elif step == "walk":
+                    walk.tree_forces(tree, 0.5, 0.05)
+                with lock:
+                    done += 1
+                    if bar is not None:
+                        bar.update(1)
+            ctrl_c.check()
     except Exception as exc:  # numba typing or LLVM failure: the engine cannot run here
         raise EngineError(f"the compiled CPU engine failed to build ({type(exc).__name__}: "
                           f"{exc}); use --backend reference (numpy)") from exc
@@ -98,7 +104,10 @@ class NumbaEngine(CPUEngine):
 
     @property
     def device_name(self) -> str:
-        return f"CPU (numba, {jit.thread_count()} threads)"
+        k = jit.thread_count()
+        capped = f" of the {threads.count()} asked: NUMBA_NUM_THREADS={k}" \
+            if threads.count() > k else ""
+        return f"CPU (numba, {k} thread{'s' * (k != 1)}{capped})"
 
     def _sort(self, pos32: np.ndarray, mass: np.ndarray) -> dict:
         return build.sort_particles(pos32, mass)

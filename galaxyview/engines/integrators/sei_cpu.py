@@ -19,8 +19,8 @@ def sheet_of(system):
     """The params' Sheet; EngineError when the scene defines none."""
     sheet = system.params.sheet
     if sheet is None:
-        raise EngineError("the shearing-sheet modules need a [sheet] table (Omega, box size) "
-                          "in the scene; see docs/rings.md")
+        raise EngineError("the shearing-sheet modules run on a ring scene (model type "
+                          "\"ring\", whose sheet gives Omega and the box); see docs/rings.md")
     return sheet
 
 

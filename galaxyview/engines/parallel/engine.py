@@ -15,6 +15,7 @@ import numpy as np
 from galaxyview.engines.base import PHASES as BASE_PHASES, Energies, Engine, StepStats
 from galaxyview.engines.cpu import threads
 from galaxyview.engines.cpu.engine import CPUEngine
+from galaxyview.engines.parallel.launch import too_few
 from galaxyview.engines.parallel.mpi import Comm, local_rank_from_env
 from galaxyview.engines.parallel.rank import AFTER_ANOTHER, PHASES, CPURank
 from galaxyview.errors import EngineError
@@ -209,10 +210,8 @@ class ParallelEngine(Engine):
 
     # -- state -------------------------------------------------------------------------------
     def load(self, state: ParticleState, exact: ExactState | None = None) -> None:
-        if state.n < 64 * self.comm.size:
-            raise EngineError(f"{state.n} particles are too few for {self.comm.size} "
-                              f"processes; use at least {64 * self.comm.size} or fewer "
-                              "processes")
+        if too_few(state.n, self.comm.size):
+            raise EngineError(too_few(state.n, self.comm.size))
         state.validate()
         cuts = np.linspace(0, state.n, self.comm.size + 1).astype(np.int64)
         parts = []
@@ -229,10 +228,8 @@ class ParallelEngine(Engine):
     def load_made(self, maker, workers: int = 1) -> None:
         """Every rank makes its share of the particles (nothing travels but the command), in
         as many worker processes as its CPU threads (`workers` is rank 0's alone)."""
-        if maker.n < 64 * self.comm.size:
-            raise EngineError(f"{maker.n} particles are too few for {self.comm.size} "
-                              f"processes; use at least {64 * self.comm.size} or fewer "
-                              "processes")
+        if too_few(maker.n, self.comm.size):
+            raise EngineError(too_few(maker.n, self.comm.size))
         answers = self._call("load_made", None, maker)
         self._n, self._time, self._meta = maker.n, 0.0, dict(maker.meta)
         self._collect_stats(answers)

@@ -12,6 +12,16 @@ import subprocess
 
 from galaxyview.errors import EngineError
 
+MIN_PER_PROCESS = 64  # particles a process holds at least
+
+
+def too_few(n: int, k: int) -> str | None:
+    """None when n particles can be shared by k processes; otherwise a sentence saying not."""
+    if n >= MIN_PER_PROCESS * k:
+        return None
+    return (f"{n} particle{'s are' if n != 1 else ' is'} too few for {k} processes; use at least "
+            f"{MIN_PER_PROCESS * k} particles, or fewer processes")
+
 
 def mpirun_path() -> str | None:
     return shutil.which("mpirun") or shutil.which("mpiexec")

@@ -1,0 +1,96 @@
+"""Stopping a long command cleanly: Ctrl-C, and SIGTERM or SIGHUP taken as Ctrl-C.
+
+A run or a recording stops after its current step or frame (`Interrupt.deferred`; a second
+Ctrl-C at once), so its state stays whole and a process of a parallel job never leaves the
+others in a collective. `stop_signals_as_ctrl_c` makes SIGTERM (kill, timeout, a batch
+system) and SIGHUP (a closed terminal; not where it is ignored, as under nohup) raise SIGINT.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+
+_came: list[int] = []  # SIGTERM or SIGHUP, when one was taken as Ctrl-C
+
+
+def stop_signals_as_ctrl_c() -> None:
+    """(main thread) SIGTERM and SIGHUP raise SIGINT in this process."""
+    def handler(signum, frame):
+        _came.append(signum)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, handler)
+
+
+def stopped_by() -> int | None:
+    """The signal taken as Ctrl-C (SIGTERM or SIGHUP), or None: Ctrl-C itself, or none."""
+    return _came[-1] if _came else None
+
+
+def what_stopped() -> str:
+    """'Ctrl-C', 'SIGTERM' or 'SIGHUP'."""
+    sig = stopped_by()
+    return "Ctrl-C" if sig is None else signal.Signals(sig).name
+
+
+class Interrupt:
+    """Ctrl-C during `deferred` sets `requested` (the caller stops at its next safe point); a
+    second Ctrl-C raises KeyboardInterrupt at once. Outside the main thread, nothing is
+    deferred."""
+
+    def __init__(self):
+        self.requested = False
+
+    @contextlib.contextmanager
+    def deferred(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is signal.SIG_IGN:  # (a serving rank ignores it)
+            yield self
+            return
+
+        def handler(signum, frame):
+            if self.requested:
+                raise KeyboardInterrupt
+            self.requested = True
+
+        signal.signal(signal.SIGINT, handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+class Noticed:
+    """A Ctrl-C that lands in native code calling back into Python (numba's compiler) can be
+    swallowed there: `watch` remembers it, `check` raises it afterwards."""
+
+    def __init__(self):
+        self.came = False
+
+    @contextlib.contextmanager
+    def watch(self):
+        previous = signal.getsignal(signal.SIGINT)
+        if threading.current_thread() is not threading.main_thread() or not callable(previous):
+            yield self
+            return
+
+        def handler(signum, frame):
+            self.came = True
+            previous(signum, frame)
+
+        signal.signal(signal.SIGINT, handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def check(self) -> None:
+        if self.came:
+            raise KeyboardInterrupt
