@@ -259,3 +259,33 @@ def test_a_scene_beyond_float32_is_refused_with_the_reason(capsys, tmp_path, key
     for word in words:
         assert word in err, err
     assert "same position" not in err and "Traceback" not in err
+
+
+def test_a_full_archive_keeps_its_snapshots_and_rescues_the_last_state(capsys, tmp_path,
+                                                                       monkeypatch):
+    from galaxyview.errors import SnapshotError
+    from galaxyview.snapshots import archive
+
+    real = archive.ArchiveWriter.append
+
+    def append(self, exact):  # the disk fills after two snapshots
+        if self.count >= 2:
+            raise SnapshotError(f"the disk is full; the archive keeps its {self.count} "
+                                "snapshots")
+        real(self, exact)
+
+    monkeypatch.setattr(archive.ArchiveWriter, "append", append)
+    monkeypatch.chdir(tmp_path)
+    arc = tmp_path / "a.h5"
+    code, _, err = run_cli(capsys, "run", "plummer", *REF, "--n", "200", "--steps", "6",
+                           "--archive", str(arc), "--every", "1")
+    assert code == 1
+    assert f"{arc} keeps its 2 snapshots (to t = " in err, err
+    rescued = list(tmp_path.glob("plummer-rescue-*.h5"))
+    assert len(rescued) == 1 and str(rescued[0]) in err
+    last = read(rescued[0])
+    assert last.exact.steps == 2
+    last.close()
+    kept = read(arc)
+    assert kept.count == 2 and kept.exact.steps == 1
+    kept.close()

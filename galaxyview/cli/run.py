@@ -157,8 +157,11 @@ def _keep_last_state(sim, args, checkpoints, overwrite: bool, result) -> str:
                 checkpoints.writer.append(exact)
             return (f"the last good state (t = {exact.time:g}, step {exact.steps}) is snapshot "
                     f"{checkpoints.count - 1} of {checkpoints.path}")
-    except GalaxyviewError as exc:
-        return f"saving the last good state failed: {exc}"
+    except GalaxyviewError:  # (a full disk: the stop's own reason says why)
+        if not checkpoints.count:  # its first snapshot failed: the run never started
+            return "nothing was saved"
+        return (f"{checkpoints.path} keeps its {checkpoints.count} snapshots (to t = "
+                f"{checkpoints.last_time:g}); {_rescue(sim, exact)}")
     if args.out:
         try:
             sim.save(args.out, overwrite=overwrite)
