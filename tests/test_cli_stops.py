@@ -289,3 +289,10 @@ def test_a_full_archive_keeps_its_snapshots_and_rescues_the_last_state(capsys, t
     kept = read(arc)
     assert kept.count == 2 and kept.exact.steps == 1
     kept.close()
+
+
+def test_a_ring_losing_energy_by_its_collisions_gets_no_note(capsys):
+    code, _, err = run_cli(capsys, "run", "ring-equilibrium", "--backend", "cpu", "--n", "300",
+                           "--steps", "30")
+    assert code == 0, err
+    assert "not accurate" not in err

@@ -181,7 +181,7 @@ def _rescue(sim, exact=None) -> str:
 
     failures = []
     try:
-        exact = exact or sim.engine.exact_state()
+        exact = exact if exact is not None else sim.engine.exact_state()
     except GalaxyviewError as exc:
         return f"the engine's state is not usable ({exc}); nothing could be saved"
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -247,7 +247,8 @@ def _report(result) -> None:
     if result.out and not result.stopped:
         print(f"  final state written to {result.out}")
     error = result.rel_energy_error
-    if error is not None and abs(error) > ENERGY_WARN:
+    conserved = not result.ring_start and (result.modules or {}).get("collision") == "none"
+    if conserved and error is not None and abs(error) > ENERGY_WARN:  # (rings: dissipative)
         say(f"galaxyview run: note: the total energy changed by {abs(error):.3g} of itself; "
             f"the run is not accurate: use a smaller --dt, a larger --eps or a smaller --theta")
     if result.stopped:
