@@ -244,7 +244,7 @@ def test_a_run_that_loses_energy_says_so(capsys):
 
 
 @pytest.mark.parametrize("key, value, words", [
-    ("mass", "1e-300", ["model.mass", "is too small: particle data are float32"]),
+    ("mass", "1e-300", ["model.mass", "is too small: galaxyview computes in float32"]),
     ("radius", "1e30", ["pos reaches", "scale the model down"]),
 ])
 def test_a_scene_beyond_float32_is_refused_with_the_reason(capsys, tmp_path, key, value, words):

@@ -55,10 +55,10 @@ class Table:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.error(key, value, "must be a finite number")
         if abs(value) > F32_MAX:
-            raise self.error(key, value, f"is too large: particle data are float32 (at most "
+            raise self.error(key, value, f"is too large: galaxyview computes in float32 (at most "
                                          f"{F32_MAX:.3g})")
         if 0 < abs(value) < F32_TINY:
-            raise self.error(key, value, f"is too small: particle data are float32 (a value "
+            raise self.error(key, value, f"is too small: galaxyview computes in float32 (a value "
                                          f"other than 0 is at least {F32_TINY:.3g})")
         bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
         bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
@@ -102,10 +102,10 @@ class Table:
         if not ok:
             raise self.error(key, value, f"must be a list of {length} finite numbers")
         if any(abs(v) > F32_MAX for v in value):
-            raise self.error(key, value, f"is too large: particle data are float32 (at most "
+            raise self.error(key, value, f"is too large: galaxyview computes in float32 (at most "
                                          f"{F32_MAX:.3g})")
         if any(0 < abs(v) < F32_TINY for v in value):
-            raise self.error(key, value, f"is too small: particle data are float32 (a value "
+            raise self.error(key, value, f"is too small: galaxyview computes in float32 (a value "
                                          f"other than 0 is at least {F32_TINY:.3g})")
         return [float(v) for v in value]
 
