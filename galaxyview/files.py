@@ -6,9 +6,11 @@ from pathlib import Path
 from galaxyview.errors import GalaxyviewError
 
 
-def check_output_path(path, overwrite: bool = False, error=GalaxyviewError) -> Path:
+def check_output_path(path, overwrite: bool = False, error=GalaxyviewError,
+                      replace: str = "pass --overwrite") -> Path:
     """Refuse a folder, a missing folder and an existing file (unless overwrite); the error
-    (of class `error`) names the path and the way out. Returns the path."""
+    (of class `error`) names the path and the way out (`replace`: how to allow replacing a
+    file, the command line's by default). Returns the path."""
     path = Path(path).expanduser()
     if path.is_dir():
         raise error(f"{path} is a folder; give a file name inside it")
@@ -19,7 +21,7 @@ def check_output_path(path, overwrite: bool = False, error=GalaxyviewError) -> P
     if not folder.is_dir():
         raise error(f"{path}: {folder} is not a folder")
     if path.exists() and not overwrite:
-        raise error(f"{path} already exists; choose another name or pass --overwrite")
+        raise error(f"{path} already exists; choose another name, or {replace}")
     return path
 
 

@@ -37,34 +37,39 @@ def what_stopped() -> str:
     return "Ctrl-C" if sig is None else signal.Signals(sig).name
 
 
+@contextlib.contextmanager
+def _sigint(make):
+    """Inside: SIGINT handled by make(previous handler), unless that gives None (or this is not
+    the main thread, where signals are not handled); the previous handler after."""
+    previous = signal.getsignal(signal.SIGINT)
+    handler = make(previous) if threading.current_thread() is threading.main_thread() else None
+    if handler is None:
+        yield
+        return
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Interrupt:
     """Ctrl-C during `deferred` sets `requested` (the caller stops at its next safe point); a
-    second Ctrl-C raises KeyboardInterrupt at once. Outside the main thread, nothing is
-    deferred."""
+    second Ctrl-C raises KeyboardInterrupt at once. Outside the main thread, or where SIGINT
+    is ignored (a serving rank), nothing is deferred."""
 
     def __init__(self):
         self.requested = False
 
     @contextlib.contextmanager
     def deferred(self):
-        if threading.current_thread() is not threading.main_thread():
-            yield self
-            return
-        previous = signal.getsignal(signal.SIGINT)
-        if previous is signal.SIG_IGN:  # (a serving rank ignores it)
-            yield self
-            return
-
         def handler(signum, frame):
             if self.requested:
                 raise KeyboardInterrupt
             self.requested = True
 
-        signal.signal(signal.SIGINT, handler)
-        try:
+        with _sigint(lambda previous: None if previous is signal.SIG_IGN else handler):
             yield self
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
 
 class Noticed:
@@ -76,20 +81,14 @@ class Noticed:
 
     @contextlib.contextmanager
     def watch(self):
-        previous = signal.getsignal(signal.SIGINT)
-        if threading.current_thread() is not threading.main_thread() or not callable(previous):
-            yield self
-            return
+        def noticing(previous):
+            def handler(signum, frame):
+                self.came = True
+                previous(signum, frame)
+            return handler if callable(previous) else None
 
-        def handler(signum, frame):
-            self.came = True
-            previous(signum, frame)
-
-        signal.signal(signal.SIGINT, handler)
-        try:
+        with _sigint(noticing):
             yield self
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
     def check(self) -> None:
         if self.came:

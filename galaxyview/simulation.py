@@ -202,11 +202,7 @@ class Simulation:
         overwrite = flag(overwrite, "overwrite")
         engine = self._live()
         path = Path(path).expanduser()
-        kind = save_kind(path)
-        if path.is_file() and not overwrite:  # the API's wording, not the command line's
-            raise SnapshotError(f"{path} already exists; choose another name, or pass "
-                                f"overwrite=True to replace it")
-        if kind == "archive":
+        if save_kind(path) == "archive":
             return archive.save_exact(path, engine.exact_state(), self.run_info(), overwrite)
         from galaxyview.model.tipsy import save_state
 

@@ -41,15 +41,11 @@ def say(text: str) -> None:
 
 @contextmanager
 def progress_bar(total: int, desc: str, unit: str = "step"):
-    bar = _bar(total, desc, unit)
+    bar = progress.bar(total, desc, unit)  # (lines in a log)
     try:
         yield bar.update
     finally:
         bar.close()
-
-
-def _bar(total: int, desc: str, unit: str, **options):
-    return progress.bar(total, desc, unit, **options)  # (lines in a log)
 
 
 @contextmanager
@@ -65,7 +61,7 @@ def making_bar(least: int | None = None):
         if n < least:
             return
         if not bars:
-            bars.append(_bar(n, "making the particles", "particle", unit_scale=True))
+            bars.append(progress.bar(n, "making the particles", "particle", unit_scale=True))
         bars[0].update(k)
 
     try:

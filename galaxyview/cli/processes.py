@@ -56,8 +56,9 @@ def spawn(argv: list[str], k: int, gpus: bool, n: int | None = None,
     from galaxyview.engines.parallel import launch
 
     flag = asked or (f"--gpus {k}" if gpus else f"--procs {k}")
-    if n is not None and launch.too_few(n, k):
-        raise GalaxyviewError(f"{flag}: {launch.too_few(n, k)}")
+    few = launch.too_few(n, k) if n is not None else None
+    if few:
+        raise GalaxyviewError(f"{flag}: {few}")
     cpus = os.cpu_count() or 1
     if not gpus and k > MAX_PER_CPU * cpus:
         raise GalaxyviewError(f"{flag}: {k} processes on {cpus} CPUs would only wait for each "

@@ -71,10 +71,15 @@ def check_out(out: str | None, overwrite: bool) -> bool:
     overwrite = _ask_overwrite([path, *companions], overwrite)
     for aux in companions:
         check_output_path(aux, overwrite)
-    folder = check_output_path(out, overwrite).parent
-    if not os.access(folder, os.W_OK):
-        raise GalaxyviewError(f"--out {out}: folder {folder} is not writable")
+    _check_writable("--out", out, overwrite)
     return overwrite
+
+
+def _check_writable(option: str, path: str, overwrite: bool) -> None:
+    """check_output_path, and the folder writable, for the file of `option`."""
+    folder = check_output_path(path, overwrite).parent
+    if not os.access(folder, os.W_OK):
+        raise GalaxyviewError(f"{option} {path}: folder {folder} is not writable")
 
 
 def cmd_run(args) -> int:
@@ -89,9 +94,7 @@ def cmd_run(args) -> int:
     if args.archive:
         _check_archive(args.archive, args.out)
         archive_overwrite = _ask_overwrite([Path(args.archive)], args.overwrite)
-        folder = check_output_path(args.archive, archive_overwrite).parent
-        if not os.access(folder, os.W_OK):
-            raise GalaxyviewError(f"--archive {args.archive}: folder {folder} is not writable")
+        _check_writable("--archive", args.archive, archive_overwrite)
     elif any(v is not None for v in (args.every, args.every_time, args.every_wall)):
         raise GalaxyviewError("--every, --every-time and --every-wall need --archive FILE.h5")
     with making_bar() as made:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError
+from galaxyview.model.finite import NonFiniteError, non_finite
 
 SQUARE_MAX = 1e18  # positions and velocities: their squares and sums of them fit a float32
 
@@ -103,17 +104,12 @@ class ParticleState:
             )
         if self.component.shape != (n,) or self.galaxy.shape != (n,):
             raise GalaxyviewError("component and galaxy tags must have one entry per particle")
-        for name in ("pos", "vel", "mass"):
-            bad = ~np.isfinite(getattr(self, name))
-            if bad.any():
-                first = int(np.argwhere(bad)[0][0])
-                raise GalaxyviewError(
-                    f"{name} holds NaN or infinite values ({int(bad.sum())} entries, first at "
-                    f"particle {first}); the state is unusable: reload the scene or try a "
-                    f"smaller time step"
-                )
+        what = non_finite(pos=self.pos, vel=self.vel, mass=self.mass)
+        if what:
+            raise NonFiniteError(what)
         for name in ("pos", "vel"):
-            big = float(np.abs(getattr(self, name)).max(initial=0.0))
+            a = getattr(self, name)  # (no |a| array: max and min are reductions alone)
+            big = max(float(a.max(initial=0.0)), -float(a.min(initial=0.0)))
             if big > SQUARE_MAX:
                 raise GalaxyviewError(
                     f"{name} reaches {big:.3g}: float32 arithmetic squares it, so it must stay "

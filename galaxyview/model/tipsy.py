@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
-from galaxyview.model.finite import check_finite
+from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.params import Params, check_eps
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.tipsy_aux import (AUX_ARRAYS, PARAM_KEYS, aux_path, aux_text, param_path,
+from galaxyview.model.tipsy_aux import (AUX_ARRAYS, aux_path, aux_text, param_path,
                                         param_text, read_aux, read_param)
 from galaxyview.model.units import G_KPC_KMS2_PER_MSUN, UnitSystem
 
@@ -243,10 +243,10 @@ def companion_paths(path) -> list[Path]:
 # -- writing ------------------------------------------------------------------------------------
 def _check_target(path: Path, overwrite: bool) -> None:
     if path.is_dir():
-        raise GalaxyviewError(f"{path} is a folder; give a file name for the snapshot")
+        raise SnapshotError(f"{path} is a folder; give a file name for the snapshot")
     if path.exists() and not overwrite:
-        raise GalaxyviewError(f"{path} already exists; choose another file name, or pass "
-                              f"overwrite=True to replace it")
+        raise SnapshotError(f"{path} already exists; choose another file name, or pass "
+                            f"overwrite=True to replace it")
 
 
 def _write_temp(path: Path, write) -> Path:
@@ -304,13 +304,14 @@ def tipsy_to_state(snap: TipsySnapshot, source=None, radius=None, component=None
     gas, dark, star = snap.gas, snap.dark, snap.star
     name = source or "Tipsy snapshot"
     arrays = {k: np.concatenate([gas[k], dark[k], star[k]]) for k in ("pos", "vel", "mass")}
-    check_finite(name, **arrays)
     if component is None:
         component = np.concatenate([np.full(len(gas), Component.STAR),
                                     np.full(len(dark), Component.HALO),
                                     np.full(len(star), Component.DISK)])
     try:
         state = ParticleState(*arrays.values(), component, galaxy, snap.time, radius=radius)
+    except NonFiniteError as exc:
+        raise exc.in_file(name) from None
     except GalaxyviewError as exc:
         raise SnapshotError(f"{name}: {exc}") from None
     state.meta.update(source=str(source) if source else None, units=None)
@@ -353,7 +354,7 @@ def read_snapshot(path) -> tuple[ParticleState, dict, UnitSystem | None]:
     arrays = {name: read_aux(path, name, snap.n) for name in AUX_ARRAYS}
     state = tipsy_to_state(snap, path, **arrays)
     state.meta["scene"] = path.name
-    found, units = _read_param(path)
+    found, units = read_param(path)
     eps = np.concatenate([snap.dark["eps"], snap.star["eps"]]).astype(np.float64)
     if "eps" not in found and len(eps) and np.all(eps == eps[0]) and _valid_eps(eps[0]):
         found["eps"] = float(eps[0])
@@ -369,30 +370,6 @@ def _valid_eps(eps) -> bool:
     except GalaxyviewError:
         return False
     return True
-
-
-def _read_param(path: Path) -> tuple[dict, UnitSystem | None]:
-    """read_param, with each value checked as Params checks it: SnapshotError naming the
-    .param file and its key when one is out of range."""
-    pfile = param_path(path)
-    try:
-        pfile.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise SnapshotError(f"{pfile}: not a text parameter file; a Tipsy .param file holds "
-                            f"'key = value' lines (dDelta, dTheta, dSoft, dKpcUnit, dMsolUnit): "
-                            f"replace or remove it") from None
-    except OSError:
-        pass  # missing or unreadable: read_param says which
-    found, units = read_param(path)
-    keys = {name: key for key, name in PARAM_KEYS.items()}
-    for name, value in found.items():
-        try:
-            Params().with_(**{name: value})
-        except GalaxyviewError as exc:
-            key = keys.get(name, f"'# galaxyview {name}'")
-            raise SnapshotError(f"{pfile}: {key}: {exc}; correct that line or remove "
-                                f"it") from None
-    return found, units
 
 
 def load_snapshot(path) -> ParticleState:
@@ -416,12 +393,12 @@ def save_state(path, state: ParticleState, params: Params | None = None, potenti
     _check_target(path, overwrite)
     for aux in companion_paths(path):
         if aux.is_dir():
-            raise GalaxyviewError(f"{aux} is a folder where a companion file of {path.name} "
-                                  f"goes; move it or choose another file name")
+            raise SnapshotError(f"{aux} is a folder where a companion file of {path.name} "
+                                f"goes; move it or choose another file name")
         if aux.exists() and not overwrite:
-            raise GalaxyviewError(f"{aux} (a companion file of {path.name}) already exists; "
-                                  f"choose another file name, or pass overwrite=True to "
-                                  f"replace it")
+            raise SnapshotError(f"{aux} (a companion file of {path.name}) already exists; "
+                                f"choose another file name, or pass overwrite=True to "
+                                f"replace it")
     snap = state_to_tipsy(state, params, potential)
     order = snapshot_order(state)
     texts = {aux_path(path, "component"): aux_text(state.component[order].astype(np.int64)),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from galaxyview.errors import SnapshotError
+from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component
 from galaxyview.model.units import UnitSystem
@@ -36,13 +36,15 @@ def param_path(path) -> Path:
     return aux_path(path, "param")
 
 
-def _lines(aux: Path) -> list[str] | None:
+def _lines(aux: Path, binary: str = f"not a text file; {_LAYOUT}") -> list[str] | None:
+    """The file's lines, trailing blank ones dropped; None when there is none; SnapshotError
+    `binary` when it is not text."""
     try:
         text = aux.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
-        raise SnapshotError(f"{aux}: not a text file; {_LAYOUT}") from None
+        raise SnapshotError(f"{aux}: {binary}") from None
     except OSError as exc:
         raise SnapshotError(f"{aux}: cannot read it ({exc.strerror or exc})") from None
     lines = text.split("\n")
@@ -127,14 +129,16 @@ def param_text(params: Params, units: UnitSystem | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-PARAM_KEYS = {"dDelta": "dt", "dTheta": "theta", "dSoft": "eps"}
+_PARAM_KEYS = {"dDelta": "dt", "dTheta": "theta", "dSoft": "eps"}
 
 
 def read_param(path) -> tuple[dict, UnitSystem | None]:
     """({"dt", "theta", "eps", "integrator", ... found}, units or None) from the parameter file
     beside snapshot `path`; ({}, None) without one. Keys galaxyview has no use for are skipped."""
     pfile = param_path(path)
-    lines = _lines(pfile)
+    lines = _lines(pfile, "not a text parameter file; a Tipsy .param file holds 'key = value' "
+                          "lines (dDelta, dTheta, dSoft, dKpcUnit, dMsolUnit): replace or "
+                          "remove it")
     if lines is None:
         return {}, None
     found, unit = {}, {}
@@ -143,19 +147,20 @@ def read_param(path) -> tuple[dict, UnitSystem | None]:
         if text.startswith("# galaxyview "):
             key, _, value = text[len("# galaxyview "):].partition("=")
             if key.strip() in ("integrator", "boundary", "collision") and value.strip():
-                found[key.strip()] = value.strip()
+                found[key.strip()] = _checked(pfile, f"'# galaxyview {key.strip()}'",
+                                              key.strip(), value.strip())
             continue
         key, eq, value = text.split("#")[0].partition("=")
         key = key.strip()
-        if not eq or key not in (*PARAM_KEYS, "dKpcUnit", "dMsolUnit"):
+        if not eq or key not in (*_PARAM_KEYS, "dKpcUnit", "dMsolUnit"):
             continue
         try:
             number_value = float(value)
         except ValueError:
             raise SnapshotError(f"{pfile}: line {number}: {key} = {value.strip()!r} is not a "
                                 f"number") from None
-        if key in PARAM_KEYS:
-            found[PARAM_KEYS[key]] = number_value
+        if key in _PARAM_KEYS:
+            found[_PARAM_KEYS[key]] = _checked(pfile, key, _PARAM_KEYS[key], number_value)
         else:
             unit[key] = number_value
     units = None
@@ -165,3 +170,13 @@ def read_param(path) -> tuple[dict, UnitSystem | None]:
                                 f"got {unit}")
         units = UnitSystem(unit["dKpcUnit"], unit["dMsolUnit"])
     return found, units
+
+
+def _checked(pfile: Path, key: str, name: str, value):
+    """`value` of Params field `name` as Params checks it; SnapshotError naming the file and
+    the key `key` when it is out of range."""
+    try:
+        Params().with_(**{name: value})
+    except GalaxyviewError as exc:
+        raise SnapshotError(f"{pfile}: {key}: {exc}; correct that line or remove it") from None
+    return value

@@ -27,7 +27,7 @@ from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.files import check_free_space, check_output_path
 from galaxyview.model import diagnostics
 from galaxyview.model.exact import ExactState
-from galaxyview.model.finite import check_finite
+from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
@@ -94,7 +94,8 @@ class ArchiveWriter:
     written before."""
 
     def __init__(self, path, run: RunInfo, overwrite: bool = False):
-        self.path = check_output_path(path, overwrite, SnapshotError)
+        self.path = check_output_path(path, overwrite, SnapshotError,
+                                      "pass overwrite=True to replace it")
         self.run, self.count = run, 0
         self._file = None
 
@@ -255,9 +256,9 @@ class Archive:
                                 f"holds {count}" + (f" (0..{count - 1})" if count else ""))
         name = self._names[index]
         try:
-            return _read_snapshot(self._file["snapshots"][name], f"{self.path}: snapshot {name}")
-        except SnapshotError:
-            raise
+            return _read_snapshot(self._file["snapshots"][name])
+        except NonFiniteError as exc:
+            raise exc.in_file(f"{self.path}: snapshot {name}") from None
         except GalaxyviewError as exc:  # a value ParticleState or Params refuses
             raise SnapshotError(f"{self.path}: snapshot {name}: {exc}") from None
         except (KeyError, ValueError, TypeError, OSError) as exc:
@@ -282,16 +283,13 @@ class Archive:
         self.close()
 
 
-def _read_snapshot(g, where: str) -> ExactState:
-    """Snapshot group `g`; `where` names it in messages."""
+def _read_snapshot(g) -> ExactState:
     a = g.attrs
     raw = json.loads(a["params"])
     known = {f.name for f in dataclasses.fields(Params)}
     params = Params(**{k: v for k, v in raw.items() if k in known})
-    pos, vel, mass = g["pos"][()], g["vel"][()], g["mass"][()]
-    check_finite(where, pos=pos, vel=vel, mass=mass)
-    state = ParticleState(pos, vel, mass, g["component"][()], g["galaxy"][()], float(a["time"]),
-                          radius=g["radius"][()])
+    state = ParticleState(g["pos"][()], g["vel"][()], g["mass"][()], g["component"][()],
+                          g["galaxy"][()], float(a["time"]), radius=g["radius"][()])
     exact = g["exact"] if "exact" in g else {}
     acc = exact["acc"][()] if "acc" in exact else g["acc"][()] if "acc" in g else None
     pot = exact["pot"][()] if "pot" in exact else g["pot"][()] if "pot" in g else None

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
-from galaxyview.model.finite import check_finite
+from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import UnitSystem
 
@@ -67,9 +67,10 @@ def _convert(sim, path: Path) -> tuple[ParticleState, UnitSystem | None]:
         pos, vel, mass = (np.concatenate([np.asarray(p[k]) for p in parts])
                           for k in ("pos", "vel", "mass"))
         units, time = None, 0.0
-    check_finite(path, pos=pos, vel=vel, mass=mass)
     try:
         state = ParticleState(pos, vel, mass, np.concatenate(component), time=time)
+    except NonFiniteError as exc:
+        raise exc.in_file(path) from None
     except GalaxyviewError as exc:
         raise SnapshotError(f"{path}: {exc}") from None
     return state, units

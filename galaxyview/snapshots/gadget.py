@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
-from galaxyview.model.finite import check_finite
+from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import KPC_KM, MYR_S, UnitSystem
 
@@ -209,7 +209,6 @@ def _to_state(path, npart, pos, vel, mass, time, cgs, comoving):
     length_cm, mass_g, velocity_cms = cgs
     units = UnitSystem(length_kpc=length_cm / KPC_CM, mass_msun=mass_g / MSUN_G)
     pos, vel = np.asarray(pos, np.float64), np.asarray(vel, np.float64)
-    check_finite(path, pos=pos, vel=vel, mass=mass)
     notes = {"gadget_types": npart}
     if comoving is not None:
         a, h, swift = comoving
@@ -223,6 +222,8 @@ def _to_state(path, npart, pos, vel, mass, time, cgs, comoving):
     with np.errstate(over="ignore"):
         try:
             state = ParticleState(pos, vel, mass, component, time=time_s / (units.time_myr * MYR_S))
+        except NonFiniteError as exc:
+            raise exc.in_file(path) from None
         except GalaxyviewError as exc:
             raise SnapshotError(f"{path}: {exc}") from None
     return state, units, notes

@@ -210,8 +210,9 @@ class ParallelEngine(Engine):
 
     # -- state -------------------------------------------------------------------------------
     def load(self, state: ParticleState, exact: ExactState | None = None) -> None:
-        if too_few(state.n, self.comm.size):
-            raise EngineError(too_few(state.n, self.comm.size))
+        few = too_few(state.n, self.comm.size)
+        if few:
+            raise EngineError(few)
         state.validate()
         cuts = np.linspace(0, state.n, self.comm.size + 1).astype(np.int64)
         parts = []
@@ -228,8 +229,9 @@ class ParallelEngine(Engine):
     def load_made(self, maker, workers: int = 1) -> None:
         """Every rank makes its share of the particles (nothing travels but the command), in
         as many worker processes as its CPU threads (`workers` is rank 0's alone)."""
-        if too_few(maker.n, self.comm.size):
-            raise EngineError(too_few(maker.n, self.comm.size))
+        few = too_few(maker.n, self.comm.size)
+        if few:
+            raise EngineError(few)
         answers = self._call("load_made", None, maker)
         self._n, self._time, self._meta = maker.n, 0.0, dict(maker.meta)
         self._collect_stats(answers)
