@@ -1,4 +1,7 @@
-"""Tipsy snapshots: exact round trips, corrupt files, overwriting, ParticleState mapping."""
+"""Tipsy snapshots: exact round trips, corrupt files, overwriting, ParticleState mapping,
+ChaNGa's double-precision files."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -194,15 +197,109 @@ def test_damaged_tipsy_is_refused_not_handed_to_pynbody(tmp_path, cut, words):
         assert word in str(info.value)
 
 
-def test_damage_leaves_sound_longer_and_other_files_alone(tmp_path):
+def test_damage_leaves_sound_double_and_other_files_alone(tmp_path):
     whole = save_state(tmp_path / "whole.tipsy", make_state())
-    longer = tmp_path / "longer.tipsy"  # pynbody reads double-precision Tipsy: longer files
-    longer.write_bytes(whole.read_bytes() + bytes(40 * 24))
+    double = tmp_path / "double.tipsy"  # 24 bytes a particle more: double positions, velocities
+    double.write_bytes(whole.read_bytes() + bytes(40 * 24))
     other = tmp_path / "other.dat"
     other.write_bytes(bytes(range(256)))
-    assert [damage(p) for p in (whole, longer, other)] == [None, None, None]
+    assert [damage(p) for p in (whole, double, other)] == [None, None, None]
     assert "truncated" in str(damage(write_raw(tmp_path / "short.tipsy",
                                                (0.0, 3, 3, 0, 3, 0, 0), 36 * 2)))
+    longer = tmp_path / "longer.tipsy"  # fits no precision: refused, not handed to pynbody
+    longer.write_bytes(whole.read_bytes() + bytes(40 * 5))
+    with pytest.raises(SnapshotError) as info:
+        read(longer)
+    for words in ("200 bytes too long", "in single precision", "with double positions and "
+                  f"velocities", str(longer)):
+        assert words in str(info.value)
+
+
+def write_precision(path, snap: TipsySnapshot, precision: str, param: str | None = None):
+    """`snap` as ChaNGa writes it with bDoublePos / bDoubleVel (big-endian); its .param."""
+    header = np.array([(snap.time, snap.n, 3, *snap.counts, 0)], header_dtype(">"))
+    with open(path, "wb") as f:
+        header.tofile(f)
+        for block in (snap.gas, snap.dark, snap.star):
+            wide = block_dtype({36: "dark", 44: "star", 48: "gas"}[block.dtype.itemsize], ">",
+                               precision)
+            block.astype(wide).tofile(f)
+    if param is not None:
+        param_path(path).write_text(param)
+    return path
+
+
+def sample_snapshot(seed=5):
+    """Finite values, positions far from the origin (float64 then rounds to float32)."""
+    rng = np.random.default_rng(seed)
+    snap = TipsySnapshot.empty(2, 9, 6, time=0.75)
+    for block in (snap.gas, snap.dark, snap.star):
+        block["mass"] = rng.uniform(0.1, 1.0, len(block))
+        block["pos"] = rng.normal(size=(len(block), 3)) + 5e4
+        block["vel"] = rng.normal(size=(len(block), 3))
+    return snap
+
+
+@pytest.mark.parametrize("precision, param", [
+    ("double positions", None), ("double", None), ("double positions", "bDoublePos = 1\n"),
+    ("double velocities", "bDoubleVel = 1\nbDoublePos = 0\n"),
+    ("double", "bDoublePos = 1\nbDoubleVel = 1  # ChaNGa\n"), ("single", "bDoublePos = 0\n")])
+def test_double_precision_files_read_by_param_or_size(tmp_path, precision, param):
+    snap = sample_snapshot()
+    path = write_precision(tmp_path / "d.tipsy", snap, precision, param)
+    assert is_tipsy(path)
+    got = read(path)
+    assert got.format == "tipsy" and got.notes["precision"] == precision
+    order = [snap.gas, snap.dark, snap.star]
+    for field in ("pos", "vel", "mass"):
+        np.testing.assert_array_equal(getattr(got.state, field),
+                                      np.concatenate([b[field] for b in order]))
+    assert got.state.time == 0.75
+
+
+def test_double_velocities_are_ambiguous_without_param(tmp_path):
+    """The size of double velocities is that of double positions: the .param must say."""
+    snap = sample_snapshot()
+    path = write_precision(tmp_path / "v.tipsy", snap, "double velocities")
+    with pytest.raises(SnapshotError, match="pos values up to .*beyond float32.*bDoubleVel = 1"):
+        read_tipsy(path)  # velocities read as positions: values no float32 holds
+    assert read(write_precision(tmp_path / "p.tipsy", snap, "double positions")).notes[
+        "precision"] == "double positions"
+    param_path(path).write_text("bDoubleVel = 1\n")
+    assert read_tipsy(path, "double velocities").precision == "double velocities"
+    np.testing.assert_array_equal(read(path).state.vel[-1], snap.star["vel"][-1])
+
+
+@pytest.mark.parametrize("param, words", [
+    ("bDoublePos = 1\n", ["declares double positions precision", "has 716", "as in single "
+                           "precision", "correct bDoublePos"]),
+    ("bDoubleVel = 1\nbDoublePos = 1\n", ["declares double precision", "as in single"]),
+    ("bDoublePos = 2\n", ["line 1", "bDoublePos = 2", "must be 0 or 1"]),
+    ("bDoubleVel = yes\n", ["line 1", "bDoubleVel", "not a number"])])
+def test_precision_in_param_that_does_not_fit_is_refused(tmp_path, param, words):
+    path = write_precision(tmp_path / "s.tipsy", sample_snapshot(), "single", param)
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_double_precision_written_by_pynbody_matches_pynbody(tmp_path):
+    pynbody = pytest.importorskip("pynbody")
+    rng = np.random.default_rng(7)
+    sim = pynbody.new(dm=30, star=20)
+    sim["pos"] = rng.normal(size=(50, 3)) * 1e3 + 1e5
+    sim["vel"] = rng.normal(size=(50, 3))
+    sim["mass"] = rng.uniform(0.1, 1.0, 50)
+    path = tmp_path / "p.tipsy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim.write(fmt=pynbody.snapshot.tipsy.TipsySnap, filename=str(path), double_pos=True,
+                  double_vel=True)
+    got = read(path)
+    assert got.notes["precision"] == "double"
+    np.testing.assert_array_equal(got.state.pos, np.asarray(sim["pos"], np.float32))
+    np.testing.assert_array_equal(got.state.vel, np.asarray(sim["vel"], np.float32))
 
 
 @pytest.mark.parametrize("line, words", [

@@ -3,6 +3,9 @@
 Layout: a 32-byte header (time f8; nbodies, ndim, nsph, ndark, nstar, pad i4), then the gas,
 dark and star blocks of float32 records. Big-endian is the standard; little-endian files are
 read too (the byte order whose header agrees with the file size wins) and written on request.
+ChaNGa's double-precision files (bDoublePos, bDoubleVel: positions and/or velocities as
+float64) are read too: the .param file says which, else the file size (double positions, or
+both); their values are rounded to float32, as galaxyview computes.
 
 Mapping to ParticleState: dark <-> Component.HALO; star <-> every other component. The
 star `metals` and `tform` fields keep their meaning (written as 0: galaxyview has neither).
@@ -47,10 +50,17 @@ _BLOCKS = {  # field name -> number of float32 values
 _ORDERS = {"big": ">", "little": "<"}
 
 
-def block_dtype(block: str, order: str = "=") -> np.dtype:
-    """The record dtype of the 'gas', 'dark' or 'star' block in byte order '>', '<' or '='."""
-    return np.dtype([(name, order + "f4") if k == 1 else (name, order + "f4", (k,))
-                     for name, k in _BLOCKS[block]])
+# precision -> the fields stored as float64 (ChaNGa's bDoublePos, bDoubleVel)
+PRECISIONS = {"single": (), "double positions": ("pos",), "double": ("pos", "vel"),
+              "double velocities": ("vel",)}
+
+
+def block_dtype(block: str, order: str = "=", precision: str = "single") -> np.dtype:
+    """The record dtype of the 'gas', 'dark' or 'star' block in byte order '>', '<' or '=',
+    with the fields that `precision` (a PRECISIONS key) stores as float64."""
+    wide = PRECISIONS[precision]
+    return np.dtype([(name, order + ("f8" if name in wide else "f4"), (k,)) if k > 1
+                     else (name, order + "f4") for name, k in _BLOCKS[block]])
 
 
 def header_dtype(order: str = "=") -> np.dtype:
@@ -58,7 +68,7 @@ def header_dtype(order: str = "=") -> np.dtype:
         (name, order + "i4") for name in ("nbodies", "ndim", "nsph", "ndark", "nstar", "pad")])
 
 
-BLOCK_BYTES = {b: block_dtype(b).itemsize for b in _BLOCKS}  # 48, 36, 44
+BLOCK_BYTES = {b: block_dtype(b).itemsize for b in _BLOCKS}  # 48, 36, 44 in single precision
 
 
 @dataclass
@@ -70,6 +80,7 @@ class TipsySnapshot:
     star: np.ndarray = None
     time: float = 0.0
     pad: int = 0  # the header's last word: Bonsai's file version, 0 elsewhere
+    precision: str = "single"  # the file's (a PRECISIONS key); the blocks hold float32
 
     def __post_init__(self):
         for block in _BLOCKS:
@@ -108,9 +119,9 @@ def _as_block(array, block: str) -> np.ndarray:
 
 
 # -- reading ------------------------------------------------------------------------------------
-def _expected_size(nsph: int, ndark: int, nstar: int) -> int:
-    return (HEADER_BYTES + nsph * BLOCK_BYTES["gas"] + ndark * BLOCK_BYTES["dark"]
-            + nstar * BLOCK_BYTES["star"])
+def _expected_size(nsph: int, ndark: int, nstar: int, precision: str = "single") -> int:
+    return HEADER_BYTES + sum(k * block_dtype(b, precision=precision).itemsize
+                              for b, k in zip(_BLOCKS, (nsph, ndark, nstar)))
 
 
 def _fields(header: np.void) -> tuple[int, int, int, int, int]:
@@ -118,7 +129,15 @@ def _fields(header: np.void) -> tuple[int, int, int, int, int]:
     return tuple(int(header[k]) for k in ("nbodies", "ndim", "nsph", "ndark", "nstar"))
 
 
-def _problems(header: np.void, size: int) -> list[str]:
+def _precision(header: np.void, size: int, declared: str | None = None) -> str | None:
+    """The precision whose records fill the file's `size` bytes: `declared` (by the .param
+    file), else single, double positions or double; None if none does."""
+    counts = _fields(header)[2:]
+    options = (declared,) if declared else ("single", "double positions", "double")
+    return next((p for p in options if _expected_size(*counts, p) == size), None)
+
+
+def _problems(header: np.void, size: int, declared: str | None = None) -> list[str]:
     """What is wrong with a header read in one byte order, given the file size ([] if nothing)."""
     nb, ndim, nsph, ndark, nstar = _fields(header)
     if ndim != 3:
@@ -129,22 +148,36 @@ def _problems(header: np.void, size: int) -> list[str]:
     if nb != nsph + ndark + nstar:
         return [f"corrupt header: nbodies = {nb} but nsph + ndark + nstar = "
                 f"{nsph} + {ndark} + {nstar} = {nsph + ndark + nstar}"]
-    expected = _expected_size(nsph, ndark, nstar)
-    counts = f"{nsph} gas, {ndark} dark and {nstar} star particles need {expected} bytes"
+    expected = _expected_size(nsph, ndark, nstar, declared or "single")
+    counts = f"{nsph} gas, {ndark} dark and {nstar} star particles"
+    fits = _precision(header, size)
+    if declared and fits and size != expected:
+        return [f"its .param file declares {declared} precision (bDoublePos, bDoubleVel): "
+                f"{counts} need {expected} bytes, but the file has {size}, as in {fits} "
+                f"precision; correct bDoublePos and bDoubleVel there"]
     if size < expected:
-        return [f"a truncated Tipsy file: its header promises {nb} particles ({nsph} gas, "
-                f"{ndark} dark, {nstar} star: {expected} bytes), the file holds only {size} "
-                f"bytes; the snapshot is incomplete (was its writing interrupted?)"]
-    if size > expected:
-        return [f"{size - expected} bytes too long: the header announces {counts}, the file "
-                f"has {size}; corrupt, or not a plain Tipsy snapshot"]
+        return [f"a truncated Tipsy file: its header promises {nb} particles ({counts}: "
+                f"{expected} bytes), the file holds only {size} bytes; the snapshot is "
+                f"incomplete (was its writing interrupted?)"]
+    if declared and size > expected:
+        return [f"{size - expected} bytes too long for the {declared} precision that its .param "
+                f"file declares (bDoublePos, bDoubleVel): {counts} need {expected} bytes, the "
+                f"file has {size}; corrupt, or correct bDoublePos and bDoubleVel there"]
+    if not fits:
+        sizes = ", ".join(f"{_expected_size(nsph, ndark, nstar, p)} {words}" for p, words in (
+            ("single", "in single precision"), ("double positions", "with double positions"),
+            ("double", "with double positions and velocities")))
+        return [f"{size - expected} bytes too long: {counts} need {sizes}; the file has {size}; "
+                f"corrupt, or not a plain Tipsy snapshot"]
     if not np.isfinite(header["time"]):
         return [f"corrupt header: time = {float(header['time'])}"]
     return []
 
 
-def _header(path: Path, head: bytes, size: int) -> tuple[str, np.void]:
-    """(byte order, header) of a consistent header, else a SnapshotError saying what is wrong."""
+def _header(path: Path, head: bytes, size: int,
+            declared: str | None = None) -> tuple[str, np.void, str]:
+    """(byte order, header, precision) of a consistent header, else a SnapshotError saying what
+    is wrong."""
     if size == 0:
         raise SnapshotError(f"{path}: the file is empty (0 bytes); a Tipsy snapshot starts with a "
                             f"{HEADER_BYTES}-byte header (was its writing interrupted?)")
@@ -154,9 +187,9 @@ def _header(path: Path, head: bytes, size: int) -> tuple[str, np.void]:
     found = {}
     for order in (">", "<"):
         header = np.frombuffer(head, header_dtype(order), 1)[0]
-        found[order] = (header, _problems(header, size))
+        found[order] = (header, _problems(header, size, declared))
         if not found[order][1]:
-            return order, header
+            return order, header, _precision(header, size, declared)
     plausible = [o for o in found if int(found[o][0]["ndim"]) == 3]
     if not plausible:
         raise SnapshotError(
@@ -173,28 +206,43 @@ def _open_error(path: Path, exc: OSError) -> SnapshotError:
     return SnapshotError(f"{path}: cannot read it ({exc.strerror or exc})")
 
 
-def read_tipsy(path) -> TipsySnapshot:
-    """Read a Tipsy snapshot of either byte order; SnapshotError if it is missing or corrupt."""
+def read_tipsy(path, declared: str | None = None) -> TipsySnapshot:
+    """Read a Tipsy snapshot of either byte order, in precision `declared` (a PRECISIONS key)
+    or, by default, the one its size gives; SnapshotError if it is missing or corrupt."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            order, header = _header(path, f.read(HEADER_BYTES), size)
-            blocks = {b: np.fromfile(f, block_dtype(b, order), int(header[k]))
+            order, header, precision = _header(path, f.read(HEADER_BYTES), size, declared)
+            blocks = {b: np.fromfile(f, block_dtype(b, order, precision), int(header[k]))
                       for b, k in zip(_BLOCKS, ("nsph", "ndark", "nstar"))}
     except OSError as exc:
         raise _open_error(path, exc) from None
     if any(len(blocks[b]) != int(header[k]) for b, k in zip(_BLOCKS, ("nsph", "ndark", "nstar"))):
         raise SnapshotError(f"{path}: truncated while reading (is another program writing it?)")
-    return TipsySnapshot(**blocks, time=float(header["time"]), pad=int(header["pad"]))
+    _check_narrow(path, blocks, precision, declared)
+    return TipsySnapshot(**blocks, time=float(header["time"]), pad=int(header["pad"]),
+                         precision=precision)
+
+
+def _check_narrow(path: Path, blocks: dict, precision: str, declared: str | None) -> None:
+    """SnapshotError if a float64 field holds finite values beyond float32."""
+    for name in PRECISIONS[precision]:
+        values = np.concatenate([np.abs(blocks[b][name]).ravel() for b in _BLOCKS])
+        top = float(values[np.isfinite(values)].max(initial=0.0))
+        if top > float(np.finfo(np.float32).max):
+            hint = ("" if declared else f"; its precision was taken from its size: if its "
+                    f"velocities are the double ones, write bDoublePos = 0 and bDoubleVel = 1 "
+                    f"in {param_path(path)}")
+            raise SnapshotError(f"{path}: {name} values up to {top:.3g}, beyond float32 "
+                                f"(galaxyview computes in float32){hint}")
 
 
 def damage(path) -> SnapshotError | None:
     """The error of a file with a Tipsy header (ndim 3, counts that add up, a finite time) that
-    is damaged: a negative count, or fewer bytes than the header promises. None for any other
-    file: a sound Tipsy file, not a Tipsy file, or a longer one (pynbody reads Tipsy files with
-    double-precision positions). Such a file must not go to pynbody: it pads missing particles
-    with zeros."""
+    is damaged: a negative count, or a size that no precision's records fill. None for any
+    other file: a sound Tipsy file, or not a Tipsy file. Such a file must not go to pynbody:
+    it pads missing particles with zeros."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -208,13 +256,14 @@ def damage(path) -> SnapshotError | None:
         nb, ndim, nsph, ndark, nstar = _fields(header)
         if ndim != 3 or nb != nsph + ndark + nstar or not np.isfinite(header["time"]):
             continue
-        if min(nsph, ndark, nstar) < 0 or size < _expected_size(nsph, ndark, nstar):
+        if min(nsph, ndark, nstar) < 0 or _precision(header, size) is None:
             return SnapshotError(f"{path}: {_problems(header, size)[0]}")
     return None
 
 
 def is_tipsy(path) -> bool:
-    """True if `path` is a file whose header agrees with its size in either byte order."""
+    """True if `path` is a file whose header agrees with its size in either byte order (in
+    single precision, double positions, or double)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -348,13 +397,13 @@ def read_snapshot(path) -> tuple[ParticleState, dict, UnitSystem | None]:
     from the particles' eps fields when they agree and there is no dSoft); units from the
     .param file, or Bonsai's for a Bonsai file."""
     path = Path(path)
-    snap = read_tipsy(path)
+    found, units, precision = read_param(path)
+    snap = read_tipsy(path, precision)
     if snap.n == 0:
         raise SnapshotError(f"{path}: the snapshot holds no particles; nothing to simulate")
     arrays = {name: read_aux(path, name, snap.n) for name in AUX_ARRAYS}
     state = tipsy_to_state(snap, path, **arrays)
-    state.meta["scene"] = path.name
-    found, units = read_param(path)
+    state.meta.update(scene=path.name, precision=snap.precision)
     eps = np.concatenate([snap.dark["eps"], snap.star["eps"]]).astype(np.float64)
     if "eps" not in found and len(eps) and np.all(eps == eps[0]) and _valid_eps(eps[0]):
         found["eps"] = float(eps[0])

@@ -7,7 +7,8 @@
 - A ChaNGa parameter file `<snapshot>.param` ("key = value" lines, # comments): dKpcUnit and
   dMsolUnit (the unit system, where the run has one: pynbody takes its units from them), dDelta
   (the time step), dTheta (the opening angle), dSoft (the softening; the particles' eps fields
-  hold it too) and, as comments, the integrator, boundary and collision by name.
+  hold it too) and, as comments, the integrator, boundary and collision by name. Reading, also
+  bDoublePos and bDoubleVel (ChaNGa's double-precision snapshots).
 """
 from __future__ import annotations
 
@@ -132,16 +133,22 @@ def param_text(params: Params, units: UnitSystem | None) -> str:
 _PARAM_KEYS = {"dDelta": "dt", "dTheta": "theta", "dSoft": "eps"}
 
 
-def read_param(path) -> tuple[dict, UnitSystem | None]:
-    """({"dt", "theta", "eps", "integrator", ... found}, units or None) from the parameter file
-    beside snapshot `path`; ({}, None) without one. Keys galaxyview has no use for are skipped."""
+_PRECISION_KEYS = ("bDoublePos", "bDoubleVel")
+_PRECISIONS = {(0, 0): "single", (1, 0): "double positions", (0, 1): "double velocities",
+               (1, 1): "double"}
+
+
+def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
+    """({"dt", "theta", "eps", "integrator", ... found}, units or None, the snapshot's precision
+    (bDoublePos, bDoubleVel) or None) from the parameter file beside snapshot `path`; ({}, None,
+    None) without one. Keys galaxyview has no use for are skipped."""
     pfile = param_path(path)
     lines = _lines(pfile, "not a text parameter file; a Tipsy .param file holds 'key = value' "
                           "lines (dDelta, dTheta, dSoft, dKpcUnit, dMsolUnit): replace or "
                           "remove it")
     if lines is None:
-        return {}, None
-    found, unit = {}, {}
+        return {}, None, None
+    found, unit, double = {}, {}, {}
     for number, line in enumerate(lines, start=1):
         text = line.strip()
         if text.startswith("# galaxyview "):
@@ -152,7 +159,7 @@ def read_param(path) -> tuple[dict, UnitSystem | None]:
             continue
         key, eq, value = text.split("#")[0].partition("=")
         key = key.strip()
-        if not eq or key not in (*_PARAM_KEYS, "dKpcUnit", "dMsolUnit"):
+        if not eq or key not in (*_PARAM_KEYS, *_PRECISION_KEYS, "dKpcUnit", "dMsolUnit"):
             continue
         try:
             number_value = float(value)
@@ -161,6 +168,11 @@ def read_param(path) -> tuple[dict, UnitSystem | None]:
                                 f"number") from None
         if key in _PARAM_KEYS:
             found[_PARAM_KEYS[key]] = _checked(pfile, key, _PARAM_KEYS[key], number_value)
+        elif key in _PRECISION_KEYS:
+            if number_value not in (0, 1):
+                raise SnapshotError(f"{pfile}: line {number}: {key} = {value.strip()} must be 0 "
+                                    f"or 1; correct that line or remove it")
+            double[key] = int(number_value)
         else:
             unit[key] = number_value
     units = None
@@ -169,7 +181,8 @@ def read_param(path) -> tuple[dict, UnitSystem | None]:
             raise SnapshotError(f"{pfile}: dKpcUnit and dMsolUnit must both be given and > 0, "
                                 f"got {unit}")
         units = UnitSystem(unit["dKpcUnit"], unit["dMsolUnit"])
-    return found, units
+    precision = _PRECISIONS[tuple(double.get(k, 0) for k in _PRECISION_KEYS)] if double else None
+    return found, units, precision
 
 
 def _checked(pfile: Path, key: str, name: str, value):

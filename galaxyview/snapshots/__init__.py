@@ -84,7 +84,8 @@ def read(path, index: int | None = None) -> Snapshot:
     if tipsy.is_tipsy(path):
         state, found, units = tipsy.read_snapshot(path)
         return Snapshot(state, "tipsy", path, found, units,
-                        notes={"flavour": state.meta.get("flavour", "standard")})
+                        notes={"flavour": state.meta.get("flavour", "standard"),
+                               "precision": state.meta["precision"]})
     if gadget.binary_order(head) is not None:
         state, units, notes = gadget.read_binary(path)
         return Snapshot(state, "gadget-binary", path, {}, units, notes=notes)
