@@ -329,3 +329,17 @@ def test_binary_param_file_is_not_called_an_array_file(tmp_path):
 def test_potential_must_match_particles():
     with pytest.raises(GalaxyviewError, match="one value per particle"):
         state_to_tipsy(make_state(), potential=np.zeros(3))
+
+
+def test_double_values_beyond_float32_are_refused_naming_the_field(tmp_path):
+    snap = sample_snapshot()
+    path = tmp_path / "big.tipsy"
+    write_precision(path, snap, "double")
+    data = bytearray(path.read_bytes())  # first gas particle's vy: 1e300 as a big-endian double
+    at = 32 + 4 + 3 * 8 + 8
+    data[at:at + 8] = np.array([1e300], ">f8").tobytes()
+    path.write_bytes(bytes(data))
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    assert "vel values up to 1e+300, beyond float32" in str(info.value)
+    assert "bDoubleVel = 1" not in str(info.value)  # the size gave double: no hint to add it

@@ -227,13 +227,15 @@ def read_tipsy(path, declared: str | None = None) -> TipsySnapshot:
 
 def _check_narrow(path: Path, blocks: dict, precision: str, declared: str | None) -> None:
     """SnapshotError if a float64 field holds finite values beyond float32."""
+    limit = float(np.finfo(np.float32).max)
     for name in PRECISIONS[precision]:
-        values = np.concatenate([np.abs(blocks[b][name]).ravel() for b in _BLOCKS])
-        top = float(values[np.isfinite(values)].max(initial=0.0))
-        if top > float(np.finfo(np.float32).max):
-            hint = ("" if declared else f"; its precision was taken from its size: if its "
-                    f"velocities are the double ones, write bDoublePos = 0 and bDoubleVel = 1 "
-                    f"in {param_path(path)}")
+        over = [np.abs(v[np.isfinite(v) & (np.abs(v) > limit)])
+                for v in (blocks[b][name] for b in _BLOCKS)]
+        if any(len(v) for v in over):
+            top = max(float(v.max()) for v in over if len(v))
+            hint = ("" if declared or precision != "double positions" else
+                    f"; its precision was taken from its size: if its velocities are the double "
+                    f"ones, write bDoublePos = 0 and bDoubleVel = 1 in {param_path(path)}")
             raise SnapshotError(f"{path}: {name} values up to {top:.3g}, beyond float32 "
                                 f"(galaxyview computes in float32){hint}")
 
