@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from galaxyview.engines import BACKENDS
+from galaxyview.engines import BACKENDS, module_names
 from galaxyview.errors import ParameterError
 from galaxyview.simulation import Simulation, flag, open_simulation, whole_count
 from galaxyview.snapshots import Snapshot, read
@@ -40,6 +40,9 @@ def open(source, backend: str = "auto", n=None, *, theta=None, dt=None, eps=None
                         ("collision", collision)):
         if value is not None and not isinstance(value, str):
             raise ParameterError(f"{name} must be a module name (a string), got {value!r}")
+        if value is not None and value not in module_names(name):
+            raise ParameterError(f"unknown {name} {value!r}; choose one of "
+                                 f"{', '.join(module_names(name))}")
     return open_simulation(source, backend, n, theta, dt, eps, gravity, device, integrator,
                            boundary, collision, index, playback)
 

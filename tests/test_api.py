@@ -32,6 +32,8 @@ def test_open_step_run_and_read_back(tmp_path):
     (dict(n=10.5), ["n must be a whole number"]),
     (dict(backend="cuda"), ["backend must be one of"]),
     (dict(integrator=3), ["integrator must be a module name"]),
+    (dict(integrator="foo"), ["unknown integrator 'foo'", "leapfrog, hermite4"]),
+    (dict(collision="spheres"), ["unknown collision 'spheres'", "hard-spheres"]),
     (dict(playback="x"), ["playback must be True, False or None", "'x'"]),
     (dict(playback=1), ["playback must be True, False or None"]),
     (dict(index="a"), ["index must be a whole number (a snapshot's position; negative counts "

@@ -343,3 +343,36 @@ def test_double_values_beyond_float32_are_refused_naming_the_field(tmp_path):
         read(path)
     assert "vel values up to 1e+300, beyond float32" in str(info.value)
     assert "bDoubleVel = 1" not in str(info.value)  # the size gave double: no hint to add it
+
+
+def test_ring_run_saved_as_tipsy_restarts_with_its_sheet_and_g(tmp_path):
+    """The ring modules need the shearing sheet and SI G: they travel in the .param file."""
+    import galaxyview as gv
+    from galaxyview.snapshots import params_of
+
+    with gv.open("ring-equilibrium", backend="reference", n=300) as sim:
+        sim.step(1)
+        path = sim.save(tmp_path / "ring.tipsy")
+        params = sim.params
+    assert "G = 6.674e-11" in param_path(path).read_text()
+    back = params_of(read(path))
+    assert (back.G, back.sheet, back.integrator, back.boundary, back.collision) == (
+        params.G, params.sheet, "sei", "shear-periodic", "hard-spheres")
+    with gv.open(path, backend="reference") as sim:  # refused without the sheet before
+        sim.step(2)
+        assert sim.params.sheet == params.sheet and np.isfinite(sim.positions).all()
+
+
+@pytest.mark.parametrize("line, words", [
+    ("# galaxyview sheet = {omega: 1}", ["line", "sheet", "not the shearing sheet's JSON"]),
+    ('# galaxyview sheet = {"omega": -1, "lx": 1, "ly": 1}', ["sheet omega must be a positive"]),
+    ("# galaxyview G = big", ["G = 'big' is not a number"]),
+    ("# galaxyview G = -1", ["'# galaxyview G'", "G must be"])])
+def test_bad_own_lines_in_param_name_file_and_line(tmp_path, line, words):
+    path = save_state(tmp_path / "run.tipsy", make_state(), Params())
+    with open(param_path(path), "a") as f:
+        f.write(line + "\n")
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    for word in [str(param_path(path)), *words]:
+        assert word in str(info.value)

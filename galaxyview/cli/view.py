@@ -12,8 +12,8 @@ from galaxyview.files import check_output_path
 
 def add_view_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", nargs="?", metavar="SCENE",
-                        help="a shipped scene's name, a .toml scene file or a Tipsy snapshot "
-                             "(default: antennae, or the first shipped scene)")
+                        help="a shipped scene's name, a .toml scene file, a snapshot or an "
+                             "archive (default: the scene shown last, else antennae)")
     common.add_backend(parser)
     common.add_physics(parser)
     parser.add_argument("--steps-per-frame", type=common.count_type, default=None, metavar="M",

@@ -40,12 +40,15 @@ def local_densities(pos: np.ndarray, mass: np.ndarray, k: int = NEIGHBOURS) -> n
 
 def structure(pos, mass, fractions=LAGRANGE_FRACTIONS, rng=None) -> Structure:
     """Density centre, core radius r_c = sum rho_j |x_j - x_d| / sum rho_j and Lagrangian
-    radii about x_d; systems above SAMPLE_MAX particles are measured on a random sample."""
+    radii about x_d; systems above SAMPLE_MAX particles are measured on a random sample,
+    massless ones by number."""
     pos = np.asarray(pos, np.float64)
     mass = np.asarray(mass, np.float64)
     if len(mass) > SAMPLE_MAX:
         pick = (rng or np.random.default_rng(0)).choice(len(mass), SAMPLE_MAX, replace=False)
         pos, mass = pos[pick], mass[pick]
+    if not mass.sum() > 0:  # test particles only: measured by number
+        mass = np.ones_like(mass)
     rho = local_densities(pos, mass)
     centre = (rho[:, None] * pos).sum(axis=0) / rho.sum()
     r = np.linalg.norm(pos - centre, axis=1)

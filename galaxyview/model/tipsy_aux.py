@@ -7,11 +7,14 @@
 - A ChaNGa parameter file `<snapshot>.param` ("key = value" lines, # comments): dKpcUnit and
   dMsolUnit (the unit system, where the run has one: pynbody takes its units from them), dDelta
   (the time step), dTheta (the opening angle), dSoft (the softening; the particles' eps fields
-  hold it too) and, as comments, the integrator, boundary and collision by name. Reading, also
+  hold it too) and, as comments, the integrator, boundary and collision by name, G where it is
+  not 1 and the ring modules' shearing sheet (JSON). Reading, also
   bDoublePos and bDoubleVel (ChaNGa's double-precision snapshots).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +123,9 @@ def param_text(params: Params, units: UnitSystem | None) -> str:
     lines = ["# written by galaxyview beside its Tipsy snapshot (ChaNGa parameter names)"]
     if units is not None:
         lines += [f"dKpcUnit = {units.length_kpc!r}", f"dMsolUnit = {units.mass_msun!r}"]
+    elif params.G != 1.0:
+        lines.append(f"# the scene's own units (G = {params.G!r}; SI for ring scenes): no "
+                     f"dKpcUnit, dMsolUnit")
     else:
         lines.append("# N-body units (G = 1) without a physical scale: no dKpcUnit, dMsolUnit")
     lines += [f"dDelta = {params.dt!r}", f"dTheta = {params.theta!r}",
@@ -127,12 +133,17 @@ def param_text(params: Params, units: UnitSystem | None) -> str:
               f"# galaxyview integrator = {params.integrator}",
               f"# galaxyview boundary = {params.boundary}",
               f"# galaxyview collision = {params.collision}"]
+    if params.G != 1.0:
+        lines.append(f"# galaxyview G = {params.G!r}")
+    if params.sheet is not None:  # the ring modules' shearing sheet (model/sheet.py)
+        lines.append(f"# galaxyview sheet = {json.dumps(dataclasses.asdict(params.sheet))}")
     return "\n".join(lines) + "\n"
 
 
 _PARAM_KEYS = {"dDelta": "dt", "dTheta": "theta", "dSoft": "eps"}
 
 
+_OWN_KEYS = ("integrator", "boundary", "collision", "G", "sheet")  # '# galaxyview' lines
 _PRECISION_KEYS = ("bDoublePos", "bDoubleVel")
 _PRECISIONS = {(0, 0): "single", (1, 0): "double positions", (0, 1): "double velocities",
                (1, 1): "double"}
@@ -152,10 +163,10 @@ def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
     for number, line in enumerate(lines, start=1):
         text = line.strip()
         if text.startswith("# galaxyview "):
-            key, _, value = text[len("# galaxyview "):].partition("=")
-            if key.strip() in ("integrator", "boundary", "collision") and value.strip():
-                found[key.strip()] = _checked(pfile, f"'# galaxyview {key.strip()}'",
-                                              key.strip(), value.strip())
+            key, _, value = (part.strip() for part in text[len("# galaxyview "):].partition("="))
+            if key in _OWN_KEYS and value:
+                found[key] = _checked(pfile, f"'# galaxyview {key}'", key,
+                                      _own_value(pfile, number, key, value))
             continue
         key, eq, value = text.split("#")[0].partition("=")
         key = key.strip()
@@ -183,6 +194,17 @@ def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
         units = UnitSystem(unit["dKpcUnit"], unit["dMsolUnit"])
     precision = _PRECISIONS[tuple(double.get(k, 0) for k in _PRECISION_KEYS)] if double else None
     return found, units, precision
+
+
+def _own_value(pfile: Path, number: int, key: str, value: str):
+    """The value of a '# galaxyview key = value' line: a module name, G (a number) or the
+    sheet (JSON of model/sheet.py's Sheet)."""
+    try:
+        return float(value) if key == "G" else json.loads(value) if key == "sheet" else value
+    except ValueError:
+        what = "a number" if key == "G" else "the shearing sheet's JSON"
+        raise SnapshotError(f"{pfile}: line {number}: {key} = {value!r} is not {what}; "
+                            f"correct that line or remove it") from None
 
 
 def _checked(pfile: Path, key: str, name: str, value):
