@@ -66,21 +66,23 @@ extern "C" __global__ void invert_ids(const unsigned* __restrict__ id, int n, in
 // The live accuracy readout: for the particles `targets` (loaded order), one block each, the
 // direct sum in float32 pair terms with float64 sums (relative error ~1e-7, far below any tree
 // error it is compared with) and the engine's own acceleration. out: 6 doubles a target
-// (reference ax ay az, engine ax ay az).
+// (reference ax ay az, engine ax ay az). (ox, oy, oz): the sources shifted by a ghost box's
+// offset (the shearing sheet's images; a particle's own image then counts).
 extern "C" __global__ void __launch_bounds__(256)
 sample_forces_mixed(const float4* __restrict__ pos, const float4* __restrict__ acc, int n,
                     const int* __restrict__ where, const int* __restrict__ targets, float eps2,
-                    double G, double* __restrict__ out)
+                    float ox, float oy, float oz, double G, double* __restrict__ out)
 {
+    const bool image = ox != 0.f || oy != 0.f || oz != 0.f;
     __shared__ double s[3][8];
     const int t = where[targets[blockIdx.x]];
     const float4 p = pos[t];
     double a[3] = {0, 0, 0};
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
         const float4 q = pos[j];
-        const float dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z;
+        const float dx = (q.x + ox) - p.x, dy = (q.y + oy) - p.y, dz = (q.z + oz) - p.z;
         const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
-        if (j == t || r2 <= 0.f) continue;
+        if ((j == t && !image) || r2 <= 0.f) continue;
         const float rinv = rsqrtf(r2), mr3 = q.w * rinv * rinv * rinv;
         a[0] += mr3 * dx; a[1] += mr3 * dy; a[2] += mr3 * dz;
     }

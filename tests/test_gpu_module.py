@@ -25,7 +25,7 @@ EXPECTED = {
     "direct_forces": "PiffP",
     "direct_sample_f64": "PiPddP", "kick_drift": "PPPiff", "advance": "PPif",
     "energy_sums": "PPPiP", "masked_com": "PPPiP", "cell_boxes": "iiPPPPP",
-    "invert_ids": "PiP", "sample_forces_mixed": "PPiPPfdP", "cell_density": "iPiPPPPP",
+    "invert_ids": "PiP", "sample_forces_mixed": "PPiPPffffdP", "cell_density": "iPiPPPPP",
     "gather_by_id": "PPiP", "direct_potential_energy": "PifP",
 }
 HERMITE = {

@@ -366,3 +366,27 @@ def test_gpu_sample_state_is_strided_rows_of_the_state():
     some = ring_stats(part.pos, part.vel, part.mass, part.radius, sheet, part.time, full.n)
     assert some.optical_depth == pytest.approx(whole.optical_depth, rel=0.03)
     np.testing.assert_allclose(some.dispersion, whole.dispersion, rtol=0.05)
+
+
+def test_gpu_readout_counts_the_ghost_boxes_and_none_without_self_gravity():
+    from galaxyview.jobs.accuracy import live_force_errors, live_sample
+
+    params, state, sheet = ring("saturn-a-ring", 50000)
+    state.time = 1.0e4
+    gpu = gpu_engine(params.with_(collision="none"))
+    try:
+        gpu.load(state)
+        targets = live_sample(state.n, on_gpu=True)
+        acc, ref = gpu.sample_forces(targets)
+        st = gpu.state()
+        ghosts, _ = sheet.ghost_offsets(st.time)
+        host, _ = direct_forces(st.pos, st.mass, params.eps, params.G, targets=targets[:300],
+                                ghosts=ghosts)
+        rel = np.linalg.norm(ref[:300] - host, axis=1) / np.linalg.norm(host, axis=1)
+        assert rel.max() < 1e-5, rel.max()
+        live = live_force_errors(gpu, targets)
+        assert live.p50 < 5e-3 and live.p99 < 5e-2, live
+        gpu.set_params(sheet=sheet.with_(self_gravity=False))
+        assert live_force_errors(gpu, targets) is None
+    finally:
+        gpu.close()

@@ -272,6 +272,11 @@ class Engine(abc.ABC):
         None for a shared step."""
         return self.integrator.time_steps() if self.integrator is not None else None
 
+    @property
+    def uses_eta(self) -> bool:
+        """Whether the integrator takes its time steps from params.eta (so the control acts)."""
+        return self.integrator is not None and self.integrator.uses_eta
+
     # -- capabilities for render, app, movie and jobs ------------------------------------------
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray | None:
         """(M, 4) float32 centre x, y, z and size of the cells of levels level_lo..level_hi
@@ -318,9 +323,13 @@ class Engine(abc.ABC):
     def sample_forces(self, targets: np.ndarray):
         """(acc (T, 3) of the engine's solver, acc (T, 3) of float64 direct summation) at the
         particles `targets` (indices in the loaded order) and the current positions, both
-        computed where the engine runs (the live accuracy readout); None where the engine
-        cannot."""
+        computed where the engine runs (the live accuracy readout), the sheet's ghost boxes
+        included; None where the engine cannot."""
         return None
+
+    def _no_gravity(self) -> bool:
+        """A shearing sheet without self-gravity: no forces to sample."""
+        return self.params.sheet is not None and not self.params.sheet.self_gravity
 
     def device_view(self):
         """A `galaxyview.cuda.DeviceView` (the CUDA context and the current device arrays) for

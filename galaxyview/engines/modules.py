@@ -55,6 +55,7 @@ class Integrator(Module, metaclass=abc.ABCMeta):
     jerk of all pairs), or None for the engine's default (the tree)."""
 
     gravity: str | None = None
+    uses_eta = False  # its time steps come from params.eta (block or adaptive steps)
 
     def start(self) -> None:
         """After a load: what the scheme needs before its first step (forces at t0)."""

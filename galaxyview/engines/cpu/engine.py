@@ -328,8 +328,11 @@ class CPUEngine(Engine):
         from galaxyview.engines.cpu.direct import direct_forces
 
         self._need_state()
+        if self._no_gravity():
+            return None
         s, targets = self.system, np.asarray(targets, np.int64)
-        ref, _ = direct_forces(s.pos, s.mass, self.params.eps, self.params.G, targets=targets)
+        ref, _ = direct_forces(s.pos, s.mass, self.params.eps, self.params.G, targets=targets,
+                               ghosts=self._ghosts())
         return s.acc[targets].copy(), ref
 
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray | None:

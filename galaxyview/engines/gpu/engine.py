@@ -516,7 +516,7 @@ class GPUEngine(Engine):
         terms and float64 sums, and the solver's accelerations of the targets alone."""
         from galaxyview.engines.gpu.inspect import sample_forces
 
-        return sample_forces(self, targets)
+        return None if self._no_gravity() else sample_forces(self, targets)
 
     def tree_boxes(self, level_lo: int, level_hi: int) -> np.ndarray:
         if not self._have_tree:

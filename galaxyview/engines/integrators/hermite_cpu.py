@@ -40,6 +40,7 @@ class Hermite4(Integrator):
     shared, adaptive step) for comparison."""
 
     gravity = "direct"
+    uses_eta = True
     shared = False
 
     def start(self) -> None:

@@ -40,6 +40,7 @@ def launch_shape(n_act: int, n: int, sms: int) -> tuple[int, int, int, int]:
 class Hermite4(Integrator):
     kernels = "integrator_hermite.cu"
     gravity = "direct"
+    uses_eta = True
     shared = False
 
     def start(self) -> None:

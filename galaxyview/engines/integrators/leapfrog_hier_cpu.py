@@ -32,6 +32,8 @@ def check_softening(params) -> None:
 
 
 class HierarchicalLeapfrog(Integrator):
+    uses_eta = True
+
     def start(self) -> None:
         s, p = self.system, self.system.params
         check_softening(p)

@@ -19,6 +19,7 @@ from galaxyview.engines.system import DeviceActive
 
 class HierarchicalLeapfrog(Integrator):
     kernels = "integrator_leapfrog_hier.cu"
+    uses_eta = True
 
     def start(self) -> None:
         import pycuda.driver as cuda
