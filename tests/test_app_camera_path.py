@@ -119,3 +119,20 @@ def test_window_and_headless_recording_give_the_same_frames(window, qtbot):
         diff = np.abs(a.astype(int) - b.astype(int))
         assert diff.mean() < 0.2 and diff.max() <= 2, (diff.mean(), diff.max())
     assert not np.array_equal(recorded[0], recorded[-1])  # the camera moved
+
+
+def test_saving_into_a_read_only_folder_says_so(window, monkeypatch, tmp_path):
+    """A read-only file system refuses the temporary file and its removal alike (EROFS)."""
+    import errno
+    from pathlib import Path
+
+    def refuse(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    monkeypatch.setattr(Path, "unlink", refuse)
+    window.set_camera_path(PATH)
+    out = tmp_path / "path.toml"
+    assert not window.save_camera_path(out, overwrite=True)
+    assert window.last_error == f"{out}: cannot write it (Read-only file system)"
+    assert window.error_dialog.isVisible() and not out.exists()

@@ -41,6 +41,14 @@ def test_ring_scene_draws_spheres_and_shows_ring_numbers(window, qtbot):
     assert p.dt.value() == pytest.approx(dt) and p.dt.lo < dt < p.dt.hi
 
 
+def test_ring_time_is_in_seconds(window, qtbot):
+    window.single_step()
+    qtbot.waitUntil(lambda: window.session.last.time > 0, timeout=WAIT_MS)
+    window.hud.show_info(window.hud_info())
+    t = window.session.last.time
+    assert f"t = {t:.4g} s" in window.hud.text() and "N-body" not in window.hud.text()
+
+
 def test_restitution_changes_live_and_optical_depth_rebuilds(window, qtbot):
     p = window.panel
     p.restitution.setCurrentText("constant")
@@ -77,6 +85,23 @@ def test_a_galaxy_after_a_ring_is_light_again(window, qtbot):
     assert not window.look.spheres
     assert window.panel.dt.hi == 0.5 and window.panel.dt.value() == pytest.approx(1 / 64)
     assert not window.panel.ring_form.parentWidget().isVisible()
+
+
+def test_a_galaxy_after_a_ring_gets_its_colours_back(window, qtbot, tmp_path):
+    from PyQt6.QtCore import QSettings
+
+    from galaxyview.app import settings
+
+    p = window.panel
+    assert (window.look.colour_mode, window.look.colour_map) == ("vz", "coolwarm")
+    kept = QSettings(str(tmp_path / "viewer.conf"), QSettings.Format.IniFormat)
+    settings.save(window, kept)  # closed on a ring: the next galaxy is not coloured by vz
+    assert kept.value("look/colour_mode") == "component"
+    assert kept.value("look/colour_map") == "viridis"
+    window.open_source("plummer", 1000)
+    assert (window.look.colour_mode, window.look.colour_map) == ("component", "viridis")
+    assert (p.colour.currentText(), p.colour_map.currentText()) == ("component", "viridis")
+    qtbot.waitUntil(lambda: window.canvas.renderer.vertex_mode == "component", timeout=WAIT_MS)
 
 
 def test_ring_line_says_when_pairs_wait_for_the_next_step():

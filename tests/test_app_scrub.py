@@ -23,7 +23,11 @@ def test_scrub_bar_seeks_the_stored_snapshots(qtbot, tmp_path):
     engine = w.session.engine
     w.scrub.setValue(2)  # as a drag would
     qtbot.waitUntil(lambda: engine.frame_index == 2 and engine.steps_done == 4, timeout=WAIT_MS)
+    p = w.panel  # its parameters are those it was computed with: the physics is fixed
+    assert not any(getattr(p, name).isEnabled() for name in ("theta", "dt", "eps", "eta"))
     w.open_source("plummer", 300)  # a simulation: no scrub bar
     assert not w.scrub.isVisible()
+    assert all(getattr(p, name).isEnabled() for name in ("theta", "dt", "eps"))
+    assert not p.eta.isEnabled()  # the shared-step leapfrog takes no eta
     w.close()
     assert wait_for_workers(WAIT_MS)

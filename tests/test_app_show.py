@@ -137,3 +137,49 @@ def test_the_shipped_default_playlist_names_shipped_scenes():
     for item in p.items:
         load_scene(item.scene)
         assert item.captions and item.captions[0].time == 0.0
+
+
+def test_the_next_scene_after_a_follow_item_is_framed_and_drawn(qtbot, tmp_path):
+    """The follow camera's point belongs to its item's engine, closed when the next opens."""
+    from galaxyview.app.show import ShowController
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    f = tmp_path / "follow.toml"
+    f.write_text('[show]\nfade = 0\nidle = 5\n[[item]]\nscene = "antennae"\nduration = 1\n'
+                 'n = 800\ncamera = "follow"\n[[item]]\nscene = "plummer"\nduration = 30\n'
+                 'n = 800\n')
+    w = MainWindow(ViewOptions(backend="cpu"))
+    qtbot.addWidget(w)
+    show = ShowController(w, load_playlist(f), fullscreen=False)
+    show.start()
+    qtbot.waitExposed(w)
+    assert w.canvas.camera.following
+    old = w.session
+    qtbot.waitUntil(lambda: old.last is not None and old.last.steps_done > 0, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: show.index == 1, timeout=WAIT_MS)
+    assert not w.canvas.camera.following
+    drawn = w.canvas.frames_drawn
+    qtbot.waitUntil(lambda: w.canvas.frames_drawn > drawn + 3, timeout=WAIT_MS)
+    w.close()
+    assert wait_for_workers(WAIT_MS)
+
+
+def test_a_ring_scene_caption_gives_its_time_in_seconds(qtbot, tmp_path):
+    from galaxyview.app.show import ShowController
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    f = tmp_path / "ring.toml"
+    f.write_text('[[item]]\nscene = "ring-equilibrium"\nduration = 30\nn = 500\n')
+    w = MainWindow(ViewOptions(backend="cpu"))
+    qtbot.addWidget(w)
+    show = ShowController(w, load_playlist(f), fullscreen=False)
+    show.start()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: w.session.shown_time > 0 and "ring-equilibrium" in
+                    show.caption.text(), timeout=WAIT_MS)
+    w.set_playing(False)  # the caption catches up with the time shown
+    qtbot.waitUntil(lambda: f"t = {w.session.shown_time:,.0f} s" in show.caption.text(),
+                    timeout=WAIT_MS)
+    assert "N-body" not in show.caption.text()
+    w.close()
+    assert wait_for_workers(WAIT_MS)

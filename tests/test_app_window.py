@@ -64,6 +64,19 @@ def test_spin_box_sets_the_engine_parameter(window, qtbot, name, value):
     assert window.plot.markers[-1][1].endswith(f"={control.value():g}")
 
 
+def test_softening_change_rebases_the_energy_reference(window, qtbot):
+    """A new eps changes the potential energy at once; dE/E measures the integration alone."""
+    window.panel.eps.spin.setValue(1.5)
+    qtbot.waitUntil(lambda: window.sim.engine.params.eps == 1.5 and idle(window),
+                    timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.session.last.kind == "params", timeout=WAIT_MS)
+    assert abs(window.session.last.energy_jump) > 0.01  # the potential did change
+    assert abs(window.energy_error) < 1e-6
+    window.single_step()
+    qtbot.waitUntil(lambda: window.sim.engine.steps_done >= 1 and idle(window), timeout=WAIT_MS)
+    assert abs(window.energy_error) < 1e-3
+
+
 @pytest.mark.parametrize("name", ["theta", "dt", "eps"])
 def test_slider_sets_the_engine_parameter(window, qtbot, name):
     control = getattr(window.panel, name)
@@ -241,6 +254,27 @@ def test_open_another_scene_and_particle_count(window, qtbot):
     assert window.sim.engine.steps_done == 0 and window.panel.n.value() == 1500
 
 
+def test_theta_is_off_for_direct_summation(qtbot):
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    w = MainWindow(ViewOptions(backend="cpu", gravity="direct"))  # as star clusters run
+    qtbot.addWidget(w)
+    w.open_source("plummer", 500)
+    p = w.panel
+    assert w.sim.engine.gravity == "direct"
+    assert not p.theta.isEnabled() and p.dt.isEnabled() and p.eps.isEnabled()
+    assert not p.eta.isEnabled()  # a shared-step leapfrog: eta sets nothing
+    w.options = ViewOptions(backend="cpu")
+    w.open_source("plummer", 500)  # the tree again, with the shared-step leapfrog
+    assert w.sim.engine.gravity == "tree" and p.theta.isEnabled() and not p.eta.isEnabled()
+    for integrator in ("leapfrog-hier", "hermite4"):  # their steps come from eta
+        w.options = ViewOptions(backend="cpu", engine={"integrator": integrator})
+        w.open_source("plummer", 500)
+        assert p.eta.isEnabled(), integrator
+    w.close()
+    assert wait_for_workers(WAIT_MS)
+
+
 def test_window_closes_cleanly(qtbot):
     from galaxyview.app.window import wait_for_workers
 
@@ -341,3 +375,14 @@ def test_status_line_while_a_large_scene_is_made(window, monkeypatch):
                     "making the particles: 2.2M of 2.2M"]
     window._making(500, N)  # a small scene: no status line for it
     assert window.statusBar().currentMessage() == seen[-1]
+
+
+def test_values_beyond_a_controls_range_show_as_they_are(qtbot):
+    from galaxyview.app.controls import NumberControl
+
+    c = NumberControl(1e-4, 2.0, 0.05, decimals=4, log=True, zero_at_min=True)
+    qtbot.addWidget(c)
+    for value in (5.0, 1e-5, 3.2e-7, 0.05):
+        c.set_value(value)
+        assert c.value() == pytest.approx(value, rel=0.05), value
+    assert (c.spin.minimum(), c.spin.maximum(), c.spin.decimals()) == (0.0, 2.0, 4)

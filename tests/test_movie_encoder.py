@@ -169,3 +169,16 @@ def test_encoder_death_is_reported(tmp_path):
             writer.add_frame(synthetic(i % 50))
         writer.close()
     assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_caption_gives_myr_seconds_or_n_body_time():
+    from galaxyview.model.params import Params
+    from galaxyview.model.scene import load_scene
+    from galaxyview.model.units import in_seconds
+    from galaxyview.movie.caption import caption_text
+
+    ring = load_scene("saturn-a-ring").params
+    assert in_seconds(ring.G) and not in_seconds(Params().G)
+    assert caption_text("saturn-a-ring", 12345.6, None, in_seconds(ring.G)).endswith("12,346 s")
+    assert caption_text("plummer", 1.5, None).endswith("t = 1.500 (N-body units)")
+    assert caption_text("antennae", 2.0, 4.71).endswith("t = 9.4 Myr")

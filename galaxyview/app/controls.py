@@ -20,6 +20,7 @@ class NumberControl(QWidget):
                  zero_at_min: bool = False, suffix: str = "", parent=None):
         super().__init__(parent)
         self.lo, self.hi, self.log, self.zero_at_min = lo, hi, log, zero_at_min
+        self.decimals = decimals
         self.spin = QDoubleSpinBox()
         self.spin.setDecimals(decimals)
         self.spin.setRange(0.0 if zero_at_min else lo, hi)
@@ -66,8 +67,14 @@ class NumberControl(QWidget):
         self.set_value(min(max(self.value(), lo), hi))
 
     def set_value(self, value: float) -> None:
-        """Show `value` without committing it."""
+        """Show `value` without committing it; the box's range and decimals widen to hold a
+        value set beyond them (a scene's, the command line's), and narrow back after."""
         with QSignalBlocker(self.spin), QSignalBlocker(self.slider):
+            lo = 0.0 if self.zero_at_min else self.lo
+            self.spin.setRange(min(lo, value), max(self.hi, value))
+            small = 0 < value < 10 ** -self.decimals
+            self.spin.setDecimals(min(10, 1 - math.floor(math.log10(value))) if small
+                                  else self.decimals)
             self.spin.setValue(value)
             self.slider.setValue(self.to_slider(value))
 

@@ -8,6 +8,8 @@ import numpy as np
 
 from PyQt6.QtWidgets import QLabel
 
+from galaxyview.model.units import in_seconds
+
 
 @dataclass
 class HudInfo:
@@ -17,6 +19,7 @@ class HudInfo:
     n: int = 0
     time: float = 0.0  # N-body units
     time_myr: float | None = None  # when the scene has physical units
+    seconds: bool = False  # time in seconds: a scene in SI units (the ring scenes)
     energy_error: float | None = None  # (E - E0) / |E0|
     engine: str = ""
     why: str = ""  # which engine runs and why (Simulation.why)
@@ -71,7 +74,8 @@ def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
     return HudInfo(
         fps=canvas.frame_rate, step_ms=f.step_ms if f and f.step_ms else 0.0,
         draw_ms=canvas.draw_ms, n=engine.n, time=t,
-        time_myr=t * units.time_myr if units else None, energy_error=session.energy_error,
+        time_myr=t * units.time_myr if units else None, seconds=in_seconds(engine.params.G),
+        energy_error=session.energy_error,
         engine=engine.device_name, why=session.sim.why, path=session.source.path,
         notice=session.source.notice or "", accuracy=session.accuracy,
         modules=modules_line(engine.modules),
@@ -80,7 +84,7 @@ def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
 
 
 def hud_text(info: HudInfo) -> str:
-    t = f"t = {info.time:.4g} N-body"
+    t = f"t = {info.time:.4g} {'s' if info.seconds else 'N-body'}"
     if info.time_myr is not None:
         t = f"t = {info.time_myr:,.1f} Myr ({info.time:.4g} N-body)"
     de = "dE/E = –" if info.energy_error is None else f"dE/E = {info.energy_error:+.2e}"

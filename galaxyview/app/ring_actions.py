@@ -14,6 +14,7 @@ DT_RANGE = (1e-5, 0.5)  # the panel's dt control for N-body scenes (app/panel.py
 
 class RingActions:
     _posted_sheet = None  # the last sheet sent to the worker (changes build on it)
+    galaxy_colours = None  # (colour mode, colour map) before a ring scene took them over
 
     def _connect_ring(self) -> None:
         p = self.panel
@@ -39,7 +40,13 @@ class RingActions:
         if sheet is None:
             if self.look.spheres:
                 self.set_look(spheres=False, ghosts=False, sheet_box=None)
+                if self.galaxy_colours is not None:  # their signals set the look
+                    mode, colour_map = self.galaxy_colours
+                    p.colour_map.setCurrentText(colour_map)
+                    p.colour.setCurrentText(mode)
             return
+        if not self.look.spheres:
+            self.galaxy_colours = (self.look.colour_mode, self.look.colour_map)
         with QSignalBlocker(p.restitution), QSignalBlocker(p.ghosts):
             p.restitution.setCurrentText(sheet.restitution)
             p.ghosts.setChecked(self.look.ghosts)

@@ -124,8 +124,12 @@ class SceneActions:
         p.n.setEnabled(sim.scene is not None)
         p.engine.setText(f"{sim.engine.device_name}\npositions by {self.session.source.path}")
         p.modules.setText(modules_line(sim.engine.modules))
+        computed = sim.engine.frame_count is None  # a stored run plays back as it was computed
         for name in ("theta", "dt", "eps", "eta"):
             getattr(p, name).set_value(getattr(sim.engine.params, name))
+            getattr(p, name).setEnabled(computed and (name != "theta" or
+                                                      sim.engine.gravity == "tree")
+                                        and (name != "eta" or sim.engine.uses_eta))
         self._select_scene_item(self.source_name)
         self.setWindowTitle(f"galaxyview: {sim.name}")
         self._dirty = True

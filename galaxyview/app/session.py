@@ -86,6 +86,8 @@ class Session(QObject):
         if frame.energy is not None:
             if self.e0 is None or frame.kind == "reset":
                 self.e0 = frame.energy
+            elif frame.energy_jump:  # softening or G changed the energy, not the integration
+                self.e0 += frame.energy_jump
             self.energy_error = (frame.energy - self.e0) / max(abs(self.e0), 1e-300)
         self.changed.emit(frame)
 

@@ -22,8 +22,11 @@ def open_settings() -> QSettings:
 def save(window, settings: QSettings) -> None:
     settings.setValue("window/geometry", window.saveGeometry())
     settings.setValue("window/splitter", window.splitter.saveState())
+    look = window.look
+    if look.spheres and window.galaxy_colours is not None:  # a ring's colours are its own
+        look = look.with_(**dict(zip(("colour_mode", "colour_map"), window.galaxy_colours)))
     for key in LOOK_KEYS:
-        settings.setValue(f"look/{key}", getattr(window.look, key))
+        settings.setValue(f"look/{key}", getattr(look, key))
     settings.setValue("look/box_levels", ",".join(str(v) for v in window.look.box_levels))
     for name in PANEL_TOGGLES:
         settings.setValue(f"panel/{name}", getattr(window.panel, name).isChecked())

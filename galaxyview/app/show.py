@@ -14,6 +14,7 @@ from PyQt6.QtGui import QCursor, QImage, QPixmap
 from PyQt6.QtWidgets import QApplication, QGraphicsOpacityEffect, QLabel
 
 from galaxyview.errors import GalaxyviewError
+from galaxyview.model.units import in_seconds
 from galaxyview.movie.recorder import follow_target
 from galaxyview.render.show import CameraProgramme, caption_lines
 
@@ -89,6 +90,7 @@ class ShowController(QObject):
 
     def _open(self, item) -> bool:
         w = self.window
+        w.canvas.camera.fixed()  # the last item's follow point belongs to its (closed) engine
         try:
             w.open_source(item.scene, item.n)
             if item.steps_per_frame:
@@ -153,7 +155,8 @@ class ShowController(QObject):
         sim = w.sim
         units = sim.units.time_myr if sim.units else None
         t = w.session.shown_time
-        lines = caption_lines(sim.name, item.caption_at(t), t, units)
+        lines = caption_lines(sim.name, item.caption_at(t), t, units,
+                              in_seconds(sim.engine.params.G))
         if not self.active:
             lines.append(f"you have the controls; the show goes on after "
                          f"{self.playlist.idle:g} s without input")

@@ -45,6 +45,7 @@ class Frame:
     ring: object = None  # model.ring_stats.RingStats of a ring scene, measured with the energy
     collisions: int = 0  # pairs the collision module resolved in the last step
     deferred: int = 0  # touching pairs it left for the next step (the time step is too long)
+    energy_jump: float = 0.0  # what a parameter change (eps, G, theta) did to the energy
 
 
 class StepWorker(QThread):
@@ -123,9 +124,11 @@ class StepWorker(QThread):
 
     def _execute(self, kind, arg) -> Frame:
         engine = self.engine
-        step_ms = 0.0
+        step_ms = jump = 0.0
         if kind == "params":
+            before = float(engine.energies().total)
             engine.set_params(**arg)
+            jump = float(engine.energies().total) - before
         elif kind == "steps":
             self.timeline.branch()  # stepping on from a rewound state: a new branch
             t0 = time.perf_counter()
@@ -159,7 +162,7 @@ class StepWorker(QThread):
                      kind, mode, self._check_accuracy(kind),
                      (tuple(cp.time for cp in t.entries), t.position, t.describe()),
                      engine.time_steps(), ring, engine.stats.collisions,
-                     engine.stats.deferred)
+                     engine.stats.deferred, jump)
 
     def _check_accuracy(self, kind):
         """The live force check: after theta or eps moved, else when its time has come."""

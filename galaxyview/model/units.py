@@ -14,6 +14,11 @@ MYR_S = 3.15576e13
 G_SI = 6.674e-11  # m^3 kg^-1 s^-2: the ring scenes' G (SI units)
 
 
+def in_seconds(G: float) -> bool:
+    """True for a scene in SI units (G = G_SI: the ring scenes), whose time is in seconds."""
+    return G == G_SI
+
+
 @dataclass(frozen=True)
 class UnitSystem:
     """N-body unit system: one length unit is `length_kpc` kpc, one mass unit `mass_msun` Msun."""

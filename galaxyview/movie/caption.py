@@ -12,10 +12,14 @@ import numpy as np
 from galaxyview.errors import GalaxyviewError
 
 
-def caption_text(name: str, time_nbody: float, time_myr_per_unit: float | None) -> str:
-    """'mw-andromeda   t = 412.5 Myr', or the time in N-body units for scenes without units."""
+def caption_text(name: str, time_nbody: float, time_myr_per_unit: float | None,
+                 seconds: bool = False) -> str:
+    """'mw-andromeda   t = 412.5 Myr', the time in seconds for a scene in SI units (the
+    rings), else in N-body units."""
     if time_myr_per_unit:
         return f"{name}   t = {time_nbody * time_myr_per_unit:.1f} Myr"
+    if seconds:
+        return f"{name}   t = {time_nbody:,.0f} s"
     return f"{name}   t = {time_nbody:.3f} (N-body units)"
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from galaxyview.errors import GalaxyviewError, ParameterError
 from galaxyview.interrupt import Interrupt
 from galaxyview.model.state import Component, Selection
+from galaxyview.model.units import in_seconds
 from galaxyview.movie.caption import caption_text, draw_caption
 from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_size
 from galaxyview.progress import bar as progress_bar
@@ -221,7 +222,8 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
         if options.camera == "follow":
             renderer.camera.follow(follow_target(sim))
         myr = sim.units.time_myr if sim.units else None
-        caption = (lambda t: caption_text(sim.name, t, myr)) if options.caption else None
+        seconds = in_seconds(sim.engine.params.G)
+        caption = (lambda t: caption_text(sim.name, t, myr, seconds)) if options.caption else None
         bar = progress_bar(options.frames, f"{sim.name} -> {writer.path.name}", "frame",
                            disable=not show_progress)  # (lines in a log)
 

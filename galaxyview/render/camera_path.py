@@ -17,6 +17,7 @@ overshoot). Before the first and after the last keyframe the camera holds still.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,7 +132,8 @@ class CameraPath:
             tmp.write_text(text)
             tmp.replace(path)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a read-only folder refuses the removal too
+                tmp.unlink()
             raise ParameterError(f"{path}: cannot write it ({exc.strerror or exc})") from None
         return path
 

@@ -44,9 +44,11 @@ class CameraProgramme:
             camera.azimuth = (azimuth + rate * seconds + 180.0) % 360.0 - 180.0
 
 
-def caption_lines(name: str, text: str, sim_time: float, time_myr: float | None) -> list[str]:
-    """The show's caption: the scene, what is happening, and the time (Myr with units)."""
+def caption_lines(name: str, text: str, sim_time: float, time_myr: float | None,
+                  seconds: bool = False) -> list[str]:
+    """The show's caption: the scene, what is happening, and the time (Myr with units,
+    seconds for a scene in SI units)."""
     when = (f"t = {sim_time * time_myr:,.0f} Myr" if time_myr
-            else f"t = {sim_time:.3g} (N-body units)")
+            else f"t = {sim_time:,.0f} s" if seconds else f"t = {sim_time:.3g} (N-body units)")
     lines = [f"{name}   ·   {when}"]
     return lines + [text] if text else lines
