@@ -30,7 +30,7 @@ class ControlPanel(QWidget):
         form = _group("Scene", layout)
         self.scene = QComboBox()
         self.open = QPushButton("Open…")
-        self.open.setToolTip("Open a .toml scene file or a Tipsy snapshot (Ctrl+O)")
+        self.open.setToolTip("Open a .toml scene file, a snapshot or an archive (Ctrl+O)")
         row = QHBoxLayout()
         row.addWidget(self.scene, 1)
         row.addWidget(self.open)
