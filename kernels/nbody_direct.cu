@@ -66,8 +66,9 @@ extern "C" __global__ void invert_ids(const unsigned* __restrict__ id, int n, in
 // The live accuracy readout: for the particles `targets` (loaded order), one block each, the
 // direct sum in float32 pair terms with float64 sums (relative error ~1e-7, far below any tree
 // error it is compared with) and the engine's own acceleration. out: 6 doubles a target
-// (reference ax ay az, engine ax ay az). (ox, oy, oz): the sources shifted by a ghost box's
-// offset (the shearing sheet's images; a particle's own image then counts).
+// (reference ax ay az, added to what is there; engine ax ay az). (ox, oy, oz): the sources
+// shifted by a ghost box's offset (the shearing sheet's images; a particle's own image then
+// counts): one launch a box, summing into out.
 extern "C" __global__ void __launch_bounds__(256)
 sample_forces_mixed(const float4* __restrict__ pos, const float4* __restrict__ acc, int n,
                     const int* __restrict__ where, const int* __restrict__ targets, float eps2,
@@ -88,7 +89,7 @@ sample_forces_mixed(const float4* __restrict__ pos, const float4* __restrict__ a
     }
     const double v = block_sum_f64<3>(a, s);
     if (threadIdx.x < 3) {
-        out[6 * blockIdx.x + threadIdx.x] = G * v;
+        out[6 * blockIdx.x + threadIdx.x] += G * v;
         const float4 e = acc[t];
         out[6 * blockIdx.x + 3 + threadIdx.x] = threadIdx.x == 0 ? e.x : (threadIdx.x == 1 ? e.y : e.z);
     }

@@ -124,11 +124,10 @@ class StepWorker(QThread):
 
     def _execute(self, kind, arg) -> Frame:
         engine = self.engine
-        step_ms = jump = 0.0
+        step_ms, before = 0.0, None
         if kind == "params":
-            before = float(engine.energies().total)
+            before = float(engine.energies().total)  # the jump: the frame's energy less this
             engine.set_params(**arg)
-            jump = float(engine.energies().total) - before
         elif kind == "steps":
             self.timeline.branch()  # stepping on from a rewound state: a new branch
             t0 = time.perf_counter()
@@ -162,7 +161,7 @@ class StepWorker(QThread):
                      kind, mode, self._check_accuracy(kind),
                      (tuple(cp.time for cp in t.entries), t.position, t.describe()),
                      engine.time_steps(), ring, engine.stats.collisions,
-                     engine.stats.deferred, jump)
+                     engine.stats.deferred, 0.0 if before is None else energy - before)
 
     def _check_accuracy(self, kind):
         """The live force check: after theta or eps moved, else when its time has come."""

@@ -327,6 +327,11 @@ class Engine(abc.ABC):
         included; None where the engine cannot."""
         return None
 
+    def _ghosts(self) -> np.ndarray:
+        """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
+        ghosts = self.boundary.ghosts()
+        return np.zeros((0, 3)) if ghosts is None else ghosts[0]
+
     def _no_gravity(self) -> bool:
         """A shearing sheet without self-gravity: no forces to sample."""
         return self.params.sheet is not None and not self.params.sheet.self_gravity

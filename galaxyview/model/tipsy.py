@@ -32,8 +32,8 @@ from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.params import Params, check_eps
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.tipsy_aux import (AUX_ARRAYS, aux_path, aux_text, param_path,
-                                        param_text, read_aux, read_param)
+from galaxyview.model.tipsy_aux import (AUX_ARRAYS, PRECISIONS, aux_path, aux_text,
+                                        param_path, param_text, read_aux, read_param)
 from galaxyview.model.units import G_KPC_KMS2_PER_MSUN, UnitSystem
 
 HEADER_BYTES = 32
@@ -48,11 +48,6 @@ _BLOCKS = {  # field name -> number of float32 values
              ("phi", 1)),
 }
 _ORDERS = {"big": ">", "little": "<"}
-
-
-# precision -> the fields stored as float64 (ChaNGa's bDoublePos, bDoubleVel)
-PRECISIONS = {"single": (), "double positions": ("pos",), "double": ("pos", "vel"),
-              "double velocities": ("vel",)}
 
 
 def block_dtype(block: str, order: str = "=", precision: str = "single") -> np.dtype:

@@ -144,9 +144,10 @@ _PARAM_KEYS = {"dDelta": "dt", "dTheta": "theta", "dSoft": "eps"}
 
 
 _OWN_KEYS = ("integrator", "boundary", "collision", "G", "sheet")  # '# galaxyview' lines
-_PRECISION_KEYS = ("bDoublePos", "bDoubleVel")
-_PRECISIONS = {(0, 0): "single", (1, 0): "double positions", (0, 1): "double velocities",
-               (1, 1): "double"}
+_PRECISION_KEYS = {"bDoublePos": "pos", "bDoubleVel": "vel"}  # -> the field stored as float64
+# a snapshot's precision -> its fields stored as float64
+PRECISIONS = {"single": (), "double positions": ("pos",), "double": ("pos", "vel"),
+              "double velocities": ("vel",)}
 
 
 def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
@@ -183,7 +184,7 @@ def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
             if number_value not in (0, 1):
                 raise SnapshotError(f"{pfile}: line {number}: {key} = {value.strip()} must be 0 "
                                     f"or 1; correct that line or remove it")
-            double[key] = int(number_value)
+            double[_PRECISION_KEYS[key]] = bool(number_value)
         else:
             unit[key] = number_value
     units = None
@@ -192,7 +193,8 @@ def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
             raise SnapshotError(f"{pfile}: dKpcUnit and dMsolUnit must both be given and > 0, "
                                 f"got {unit}")
         units = UnitSystem(unit["dKpcUnit"], unit["dMsolUnit"])
-    precision = _PRECISIONS[tuple(double.get(k, 0) for k in _PRECISION_KEYS)] if double else None
+    wide = tuple(field for field in ("pos", "vel") if double.get(field))
+    precision = next(p for p, f in PRECISIONS.items() if f == wide) if double else None
     return found, units, precision
 
 

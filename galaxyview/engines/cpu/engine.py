@@ -277,11 +277,6 @@ class CPUEngine(Engine):
         p = self.params
         return tree_forces(tree, p.theta, p.eps, p.G, amac=amac, offset=offset)
 
-    def _ghosts(self) -> np.ndarray:
-        """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
-        ghosts = self.boundary.ghosts()
-        return np.zeros((0, 3)) if ghosts is None else ghosts[0]
-
     def _on_force_params_changed(self) -> None:
         if self._loaded is not None:
             self.system.timings, self.system.pp, self.system.pc = dict.fromkeys(PHASES, 0.0), 0, 0

@@ -590,11 +590,6 @@ class GPUEngine(Engine):
         for its LET export, which then joins the walk)."""
         return self.buf.walk_grid
 
-    def _ghosts(self) -> np.ndarray:
-        """The boundary's ghost-box offsets (K, 3) for gravity; (0, 3) when open."""
-        ghosts = self.boundary.ghosts()
-        return np.zeros((0, 3)) if ghosts is None else ghosts[0]
-
     def _radius_ptr(self) -> int:
         """Device radii in the current order (gathered after each reorder); 0 without radii."""
         if not self._n or not self._has_radius:
