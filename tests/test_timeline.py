@@ -131,3 +131,45 @@ def test_gpu_timeline_memory_and_rewind_time(n):
         assert rewind_ms < 200
     finally:
         e.close()
+
+
+def test_a_full_timeline_hands_its_oldest_state_to_the_next_checkpoint(engine, monkeypatch):
+    t, handed = Timeline(capacity=3, every=1), []
+    real = engine.checkpoint
+
+    def checkpoint(reuse=None):
+        handed.append(None if reuse is None else reuse.steps_done)
+        return real(reuse)
+
+    monkeypatch.setattr(engine, "checkpoint", checkpoint)
+    for _ in range(5):
+        t.keep(engine)
+        engine.step(1)
+    assert handed == [None, None, None, 0, 1]  # once full, the oldest goes to the new one
+    assert [cp.steps_done for cp in t.entries] == [2, 3, 4]
+
+
+@pytest.mark.gpu
+def test_a_full_gpu_timeline_allocates_nothing_and_rewinds_exactly():
+    import pycuda.driver as cuda
+
+    from galaxyview.engines.gpu.engine import GPUEngine
+
+    e = GPUEngine(Params(theta=0.75, dt=1 / 64, eps=0.05))
+    e.load(plummer_sphere(200_000, np.random.default_rng(4)))
+    try:
+        t, kept, free = Timeline(capacity=3, every=1), {}, []
+        for i in range(8):
+            t.keep(e)
+            kept[e.steps_done] = e.state()
+            with e.activate():
+                free.append(cuda.mem_get_info()[0])
+            e.step(1)
+        assert free[2] == free[-1]  # full after three: the later ones reuse the oldest's memory
+        for index in range(3):
+            cp = t.rewind(e, index)
+            s = kept[cp.steps_done]
+            back = e.state()
+            assert np.array_equal(back.pos, s.pos) and np.array_equal(back.vel, s.vel)
+    finally:
+        e.close()

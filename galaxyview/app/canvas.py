@@ -8,6 +8,7 @@ import numpy as np
 from vispy import app, gloo
 from vispy.gloo import gl
 
+from galaxyview.app.frame_clock import FrameClock
 from galaxyview.render.camera import Camera
 from galaxyview.render.look import Look
 from galaxyview.render.particles import ParticleRenderer
@@ -20,7 +21,8 @@ FLY_STEP = 0.04  # of the camera distance per key press
 class ViewerCanvas(app.Canvas):
     """Mouse: left drag orbits (looks around in fly mode), right or shift drag pans, the wheel
     zooms. Keys: arrows orbit, +/- zoom; in fly mode W/S forward/back, A/D left/right, Q/E
-    down/up. `before_draw` (a callable) runs in the GL context before each frame is drawn."""
+    down/up. `before_draw` (a callable) runs in the GL context before each frame is drawn,
+    `after_draw` once its GL work has finished."""
 
     def __init__(self, look: Look | None = None, size=(960, 720)):
         super().__init__(app="pyqt6", size=size, keys=None, show=False, title="galaxyview")
@@ -30,9 +32,11 @@ class ViewerCanvas(app.Canvas):
         self.fly_mode = False
         self.auto_orbit_deg = 0.0  # degrees per frame while playing demos
         self.before_draw = None
+        self.after_draw = None  # runs after the frame's GL work has finished
         self.frames_drawn = 0
         self.draw_ms = 0.0
         self.frame_rate = 0.0
+        self.clock = FrameClock()  # draw and wait per frame (the HUD's split)
         self._fps_count, self._fps_t0 = 0, time.perf_counter()
         self.native.setFocusPolicy(self.native.focusPolicy().StrongFocus)
 
@@ -47,10 +51,13 @@ class ViewerCanvas(app.Canvas):
         self.renderer.draw(self.camera, self.physical_size)
         self.context.flush_commands()
         gl.glFinish()
-        self.draw_ms = (time.perf_counter() - t0) * 1e3
+        now = time.perf_counter()
+        self.draw_ms = (now - t0) * 1e3
+        self.clock.painted(t0, now)
+        if self.after_draw is not None:
+            self.after_draw()
         self.frames_drawn += 1
         self._fps_count += 1
-        now = time.perf_counter()
         if now - self._fps_t0 >= 0.5:
             self.frame_rate = self._fps_count / (now - self._fps_t0)
             self._fps_count, self._fps_t0 = 0, now

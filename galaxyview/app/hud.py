@@ -16,6 +16,8 @@ class HudInfo:
     fps: float = 0.0
     step_ms: float = 0.0
     draw_ms: float = 0.0
+    wait_ms: float = 0.0  # the GUI's wait for the engine's next state, per state drawn
+    limit: str = ""  # 'step' or 'draw': which sets the frame rate while playing
     n: int = 0
     time: float = 0.0  # N-body units
     time_myr: float | None = None  # when the scene has physical units
@@ -67,13 +69,16 @@ def ring_line(stats, collisions: int, deferred: int = 0) -> str:
 
 def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
     """The HUD's numbers for `session` (None: rates only) drawn on `canvas`."""
+    split = canvas.clock.split()
     if session is None:
-        return HudInfo(fps=canvas.frame_rate, draw_ms=canvas.draw_ms)
+        return HudInfo(fps=canvas.frame_rate, draw_ms=split.draw_ms)
     f, units, engine = session.last, session.sim.units, session.engine
     t = f.time if f else 0.0
+    step_ms = f.step_ms if f and f.step_ms else 0.0
     return HudInfo(
-        fps=canvas.frame_rate, step_ms=f.step_ms if f and f.step_ms else 0.0,
-        draw_ms=canvas.draw_ms, n=engine.n, time=t,
+        fps=canvas.frame_rate, step_ms=step_ms, draw_ms=split.draw_ms,
+        wait_ms=split.wait_ms if playing else 0.0,
+        limit=split.limit(step_ms) if playing and split.states else "", n=engine.n, time=t,
         time_myr=t * units.time_myr if units else None, seconds=in_seconds(engine.params.G),
         energy_error=session.energy_error,
         engine=engine.device_name, why=session.sim.why, path=session.source.path,
@@ -91,8 +96,11 @@ def hud_text(info: HudInfo) -> str:
     state = "playing" if info.playing else "paused"
     if info.recording:
         state += " · REC"
+    rates = f"{info.fps:5.1f} fps   step {info.step_ms:7.2f} ms   draw {info.draw_ms:6.2f} ms"
+    if info.limit:
+        rates += f"   wait {info.wait_ms:6.2f} ms ({info.limit} limits)"
     lines = [
-        f"{info.fps:5.1f} fps   step {info.step_ms:7.2f} ms   draw {info.draw_ms:6.2f} ms",
+        rates,
         f"N = {info.n:,}   {t}",
         f"{de}   {state}",
         f"{info.why or info.engine} · {info.path}",

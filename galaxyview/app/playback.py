@@ -1,8 +1,12 @@
 """The play / step loop of the window: the frame timer posts step batches while playing, worker
 frames feed the energy plot and ask for a paint at once, and each paint syncs the newest state
-into the vertex buffer. On the host path the next batch is posted as a paint takes the state it
-draws, so the worker steps while the GUI thread draws: every frame drawn shows a new state, one
-batch on from the one before."""
+into the vertex buffer. The next batch is posted as a paint takes the state it draws, so the
+worker steps while the GUI thread draws: every frame drawn shows a new state, one batch on from
+the one before. On the host path it is posted as the paint begins (the CPU steps while GL
+draws); where the GPU steps, once the paint's GL work is done (the step's kernels would
+otherwise delay the frame's splat), so the GUI's present overlaps the step. Where drawing
+needs the engine (light summed by the engine's processes) the next batch waits for the frame
+timer."""
 from __future__ import annotations
 
 FRAME_MS = 15  # the UI frame timer
@@ -50,6 +54,8 @@ class PlaybackActions:
     def _on_frame(self, session, frame) -> None:
         if session is not self.session:
             return
+        if frame.kind == "steps":
+            self.canvas.clock.state_arrived()
         if frame.kind == "reset":
             self.plot.clear()
         elif frame.kind == "rewind":
@@ -77,8 +83,19 @@ class PlaybackActions:
                 self.set_playing(False)
             elif self.playing and s.host:  # the next batch steps while this one is drawn
                 s.post_steps(self.steps_per_frame)
+            elif self.playing and s.overlap:  # the GPU draws first: see _after_draw
+                self._post_after_draw = True
         if self.show_controller is not None:
             self.show_controller.before_draw()
         self.follow_path()
         if self._fit_pending:
             self.fit_camera()
+
+    def _after_draw(self) -> None:
+        """After a paint's GL work is done. On the GPU the next batch is posted here, not as the
+        paint begins: its kernels would fill the GPU and the frame's splat would wait for them.
+        The GUI's present and event handling still overlap the step."""
+        if self._post_after_draw:
+            self._post_after_draw = False
+            if self.playing and self.session is not None:
+                self.session.post_steps(self.steps_per_frame)

@@ -30,7 +30,10 @@ class Session(QObject):
         canvas.set_current()
         self.source = make_source(sim.engine, canvas.renderer, canvas.context)
         self.host = self.source.worker_vertices  # the worker copies the state into vertices
-        if isinstance(self.source, EngineLight):
+        # the next batch may step while a frame is drawn: not where the drawing asks the
+        # engine for its light (EngineLight), which a stepping engine cannot give
+        self.overlap = not isinstance(self.source, EngineLight)
+        if not self.overlap:
             self.source.guard = self.try_engine
         self.worker = w = StepWorker(sim.engine, sim.reset, host_path=self.host)
         w.frame_ready.connect(self._on_frame)
@@ -150,6 +153,8 @@ class Session(QObject):
         off the GUI thread."""
         self.canvas.set_current()
         self.source.close()
+        for signal in (self.changed, self.failed):  # the window's slots hold this session:
+            _disconnect(signal)  # a cycle through Qt that Python's collector cannot see
         w = self.worker
         w.stop(close_engine=True)
         _retired.append(w)
@@ -158,11 +163,21 @@ class Session(QObject):
             _forget(w)
 
 
+def _disconnect(signal) -> None:
+    try:
+        signal.disconnect()
+    except TypeError:  # nothing connected
+        pass
+
+
 def _forget(worker) -> None:
+    """A retired worker has finished: drop it, and the slot that holds it (the lambda above;
+    otherwise worker, engine and its device memory would live on)."""
     try:
         _retired.remove(worker)
     except ValueError:  # already gone
         pass
+    _disconnect(worker.finished)
 
 
 def wait_for_workers(timeout_ms: int = 60_000) -> bool:

@@ -43,6 +43,8 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.look = Look()
         self.canvas = ViewerCanvas(self.look)
         self.canvas.before_draw = self._before_draw
+        self.canvas.after_draw = self._after_draw
+        self._post_after_draw = False  # a batch to post once this paint is done (GPU)
         self.hud = hud.Hud(self.canvas.native)
         self.colour_bar = ColourBar(self.canvas.native)
         self.plot = EnergyPlot()

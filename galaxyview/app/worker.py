@@ -9,6 +9,7 @@ makes the engine's device current on the worker thread.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 import traceback
@@ -102,10 +103,7 @@ class StepWorker(QThread):
         while True:
             kind, arg = self._queue.get()
             if kind == "stop":
-                with self.engine_lock, self.engine.activate():
-                    self.timeline.clear()  # device memory, before the engine goes
-                    if arg:
-                        self.engine.close()
+                self._finish(close_engine=arg)
                 return
             try:
                 with self.engine_lock, self.engine.activate():
@@ -121,6 +119,24 @@ class StepWorker(QThread):
                 self.frame_ready.emit(frame)
             elif kind == "steps":
                 self.batch_failed.emit()  # the batch is over even though it failed
+
+    def _finish(self, close_engine: bool) -> None:
+        """The thread's last command: free the kept states, close the engine if asked. The
+        engine's close() makes its device current itself and releases its context, so it runs
+        outside activate() (whose exit would pop a context close() has let go). A failure here
+        is reported, never raised: the thread ends either way."""
+        try:
+            with self.engine_lock:
+                with self.engine.activate():
+                    self.timeline.clear()  # device memory, before the engine goes
+                if close_engine:
+                    self.engine.close()
+        except Exception as exc:  # the window is closing: say it, don't raise in the thread
+            self.failed.emit(f"closing the engine failed: {type(exc).__name__}: {exc}")
+            print(f"galaxyview: warning: closing the engine failed: {type(exc).__name__}: "
+                  f"{exc}", file=sys.stderr, flush=True)
+        if close_engine:
+            self.engine = self.load_initial = None  # the closed engine goes with its session
 
     def _execute(self, kind, arg) -> Frame:
         engine = self.engine

@@ -284,9 +284,13 @@ class Engine(abc.ABC):
         nothing loaded)."""
         return None
 
-    def checkpoint(self) -> Checkpoint | None:
+    def checkpoint(self, reuse: Checkpoint | None = None) -> Checkpoint | None:
         """The exact current state (positions, velocities, forces, time, module state), kept
-        where the engine runs, for restore(); None where the engine cannot."""
+        where the engine runs, for restore(); None where the engine cannot. `reuse`: a
+        checkpoint of this engine no longer wanted, whose memory may hold the new one (no
+        allocation); it is freed where it cannot."""
+        if reuse is not None:
+            reuse.free()
         return None
 
     def restore(self, checkpoint: Checkpoint) -> None:

@@ -36,8 +36,11 @@ class Timeline:
         """Take a checkpoint of `engine` when due; False where the engine keeps none."""
         if not self.due(engine):
             return False
+        reuse = None
+        if len(self.entries) >= self.limit and self.position is None:
+            reuse = self.entries.pop(0)  # the oldest goes: its memory holds the new state
         try:
-            cp = engine.checkpoint()
+            cp = engine.checkpoint(reuse)
         except EngineError:  # out of (device) memory: make room, keep fewer from now on
             if not self.entries:
                 raise

@@ -26,7 +26,7 @@ def light_view(camera, look, size, colouring, n: int) -> LightView:
     w, h = int(size[0]), int(size[1])
     mode, code, (lo, hi), lut = colouring
     return LightView(w, h, camera.mvp(w / max(h, 1)).astype(np.float32),
-                     float(look.point_size), light_gain(n), mode, int(code), float(lo),
+                     float(look.point_size), light_gain(n, (w, h), look.point_size), mode, int(code), float(lo),
                      float(hi), np.asarray(lut, np.float32), _COMPONENTS, _GALAXIES)
 
 

@@ -2,6 +2,8 @@
 tone mapping, then the octree overlay. Works in whatever GL context is current (gloo)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from vispy import gloo
 
@@ -18,6 +20,8 @@ from galaxyview.resources import shaders_dir
 VERTEX_DTYPE = np.dtype([("a_position", np.float32, 3), ("a_component", np.float32),
                          ("a_value", np.float32), ("a_radius", np.float32)])
 REFERENCE_N = 100_000  # light per particle scales as sqrt(REFERENCE_N / N)
+REFERENCE_SIZE = (1920, 1080)  # ... and with the pixels of the image where sprites overlap
+CONCENTRATION = 4.0  # the frame's pixels over those the particles cover (light_gain)
 
 
 def load_shader(name: str) -> str:
@@ -40,9 +44,19 @@ def host_vertices(pos: np.ndarray, vel: np.ndarray, component: np.ndarray,
     return v
 
 
-def light_gain(n: int) -> float:
-    """Light per particle: fewer particles shine brighter so that small runs stay visible."""
-    return float(np.clip(0.35 * (REFERENCE_N / max(n, 1)) ** 0.5, 0.01, 3.0))
+def light_gain(n: int, size=REFERENCE_SIZE, point_size: float = 3.0) -> float:
+    """Light per particle: fewer particles shine brighter so that small runs stay visible
+    (sqrt(REFERENCE_N / n)). Where the sprites overlap, a pixel gathers the light of the
+    particles it covers, so an image of fewer pixels would burn out: the gain follows the
+    pixel count (relative to 1920x1080) there, and a view looks the same in a window, a 1080p
+    movie and an 8K frame. Where they do not overlap (few particles, or many pixels), each
+    sprite keeps its own brightness: the pixel factor enters by the overlap d / (1 + d), d the
+    sprites covering a pixel where the particles are (a fitted camera puts them on about a
+    quarter of the frame: CONCENTRATION)."""
+    gain = float(np.clip(0.35 * (REFERENCE_N / max(n, 1)) ** 0.5, 0.01, 3.0))
+    pixels = max(int(size[0]) * int(size[1]), 1)
+    overlap = CONCENTRATION * max(n, 0) * math.pi * (0.5 * float(point_size)) ** 2 / pixels
+    return gain * (pixels / (REFERENCE_SIZE[0] * REFERENCE_SIZE[1])) ** (overlap / (1 + overlap))
 
 
 def box_edges(boxes: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -221,7 +235,7 @@ class ParticleRenderer:
                     p = self._points
                     p["u_mvp"] = mvp
                     p["u_point_size"] = float(look.point_size)
-                    p["u_gain"] = light_gain(self.count)
+                    p["u_gain"] = light_gain(self.count, (w, h), look.point_size)
                     _, code, (lo, hi), lut = self.colouring()
                     p["u_colour_mode"] = code
                     p["u_range"] = (lo, hi)

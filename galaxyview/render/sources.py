@@ -369,6 +369,7 @@ class DeviceSource:
                 self._device_vertices.free()
                 self._device_vertices, self._device_bytes = None, 0
             self._host_vertices = None
+            self._pack = self.splatter = None  # their modules unload in their context
 
 
 def _compile(name: str):

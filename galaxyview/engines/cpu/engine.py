@@ -300,8 +300,10 @@ class CPUEngine(Engine):
         return Energies(diagnostics.kinetic_energy(s.vel, s.mass),
                         diagnostics.potential_energy(s.mass, pot))
 
-    def checkpoint(self) -> Checkpoint:
+    def checkpoint(self, reuse: Checkpoint | None = None) -> Checkpoint:
         self._need_state()
+        if reuse is not None:
+            reuse.free()  # host arrays: a copy costs what reusing them would
         arrays = {k: v.copy() for k, v in vars(self.system).items()
                   if isinstance(v, np.ndarray)}
         states = self._module_states()

@@ -457,6 +457,7 @@ class GPUEngine(Engine):
                 for module in (self.integrator, self.boundary, self.collision):
                     module.close()
                 self.buf.free()
+                self.kernels = None  # the compiled module unloads while its context is current
             self.buf = None
             self.context.detach()
             self._n = 0
@@ -469,15 +470,24 @@ class GPUEngine(Engine):
         return [(pos, 16 * n), (vel, 16 * n), (self.buf.ptr("acc"), 16 * n),
                 (self.buf.ptr(f"id{self._cur}"), 4 * n)]
 
-    def checkpoint(self) -> Checkpoint:
-        """A device-to-device copy of the current particle set (52 bytes a particle)."""
+    def checkpoint(self, reuse: Checkpoint | None = None) -> Checkpoint:
+        """A device-to-device copy of the current particle set (52 bytes a particle), into
+        `reuse`'s device memory where it is of this particle set (cudaMalloc and cudaFree
+        stall the device: a full timeline's steady state allocates nothing)."""
         if not self._n:
             raise EngineError("no particles loaded: load a scene first")
         with self.activate():
             arrays = self._particle_arrays()
             nbytes = sum(b for _, b in arrays)
+            mem = None
+            if reuse is not None and reuse.on_device and reuse.data is not None:
+                if reuse.data[1] == self._n and reuse.data[2] is self.context:
+                    mem, reuse.data, reuse.release = reuse.data[0], None, None
+                else:
+                    reuse.free()
             try:
-                mem = self._cuda.mem_alloc(nbytes)
+                if mem is None:
+                    mem = self._cuda.mem_alloc(nbytes)
             except self._cuda.MemoryError:
                 raise EngineError(f"no device memory for another checkpoint of "
                                   f"{nbytes / 1e6:.0f} MB") from None
@@ -494,8 +504,8 @@ class GPUEngine(Engine):
                 mem.free()
 
         return Checkpoint(self._time, self.steps_done, self.params,
-                          nbytes + self._states_nbytes(states), True, (mem, self._n), states,
-                          release)
+                          nbytes + self._states_nbytes(states), True,
+                          (mem, self._n, context), states, release)
 
     def restore(self, checkpoint: Checkpoint) -> None:
         if checkpoint.data is None or checkpoint.data[1] != self._n:
