@@ -93,7 +93,8 @@ def particle_state(pos, vel, mass, component=None, galaxy=None, time=0.0,
     for name, a in (("pos", p), ("vel", v)):
         big = np.abs(a).max(axis=1) > SQUARE_MAX
         if big.any():
-            raise ParameterError(f"{name} of particle {_first(big)} is {a[_first(big)]}: float32 "
+            raise ParameterError(f"{name} of particle {_first(big)} is {a[_first(big)].tolist()}: "
+                                 f"float32 "
                                  f"arithmetic squares it, so each component must stay below "
                                  f"{SQUARE_MAX:.0e} (N-body units): scale the system down")
     with np.errstate(over="ignore"):
@@ -101,7 +102,7 @@ def particle_state(pos, vel, mass, component=None, galaxy=None, time=0.0,
     if bad.any():
         i = _first(bad)
         raise ParameterError(f"mass must be > 0 and within float32 ({F32_MAX:.3g}; the smallest "
-                             f"1.4e-45) for every particle: particle {i} has {m[i]!r} "
+                             f"1.4e-45) for every particle: particle {i} has {float(m[i]):g} "
                              f"({int(bad.sum())} bad)")
     t = in_nbody(time, "time", "time", units)
     if not (isinstance(t, numbers.Real) and not isinstance(t, bool) and math.isfinite(t)):
