@@ -79,9 +79,12 @@ def save_kind(path) -> str:
 class Simulation:
     """A loaded engine and where its state came from. A context manager (closes the engine).
 
-    step(n), run(until=t), positions, velocities, masses, time, energies(), params (assign a
-    dict or Params: checked), save(path). Quantities are in N-body units (G = 1); `units` is
-    the scene's physical unit system when it has one (`quantity` converts).
+    from_arrays(pos, vel, mass), add(...) before the first step, step(n), run(until=t) (ends
+    on t exactly), positions, velocities, masses (read-only copies; assign whole arrays),
+    momentum, angular_momentum, centre_of_mass, time, energies(), params (assign a dict or
+    Params: checked), save(path). Quantities are in N-body units (G = 1); `units` is the
+    physical unit system when there is one (`quantity` converts; astropy or unyt quantities
+    are taken in).
 
     `initial` is the initial state, or None where a distributed engine made it in parts on its
     processes (from `maker`: no whole copy on this host); `initial_sample` is the initial
