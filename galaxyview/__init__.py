@@ -14,7 +14,7 @@ from galaxyview.errors import (EngineError, GalaxyviewError, ParameterError, Sce
                                SnapshotError)
 from galaxyview.version import __version__
 
-_API = ("open", "load", "Simulation", "Snapshot")
+_API = ("open", "load", "Simulation", "Snapshot", "UnitSystem")
 
 
 def __getattr__(name):

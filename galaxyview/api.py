@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from galaxyview.engines import BACKENDS, module_names
 from galaxyview.errors import ParameterError
-from galaxyview.simulation import Simulation, flag, open_simulation, whole_count
+from galaxyview.model.units import UnitSystem
+from galaxyview.simulation import (Simulation, api_errors, check_choices, flag, open_simulation,
+                                   whole_count)
 from galaxyview.snapshots import Snapshot, read
 
 
@@ -20,31 +21,22 @@ def open(source, backend: str = "auto", n=None, *, theta=None, dt=None, eps=None
          index: int | None = None, playback: bool | None = None) -> Simulation:
     """A Simulation of `source`: a shipped scene's name, a scene file, a snapshot or archive.
 
-    backend: "auto", "cpu" or "gpu"; n: particles (scenes only; 10**6 or 1e6); theta, dt,
-    eps: numbers overriding the scene's or snapshot's; index: which snapshot of an archive to
+    backend: "auto", "cpu", "reference" or "gpu"; n: particles (scenes only; 10**6 or 1e6);
+    theta, dt, eps: numbers overriding the scene's or snapshot's (dt and eps may be quantities
+    where it has physical units); index: which snapshot of an archive to
     start from (an archive of several plays back otherwise, unless playback=False)."""
     if not isinstance(source, (str, Path)):
-        raise ParameterError(f"source must be a scene name or a path, got {source!r}")
-    if backend not in BACKENDS:
-        raise ParameterError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if gravity not in (None, "tree", "direct"):
-        raise ParameterError(f"gravity must be 'tree', 'direct' or None (what the integrator "
-                             f"needs), got {gravity!r}")
+        raise ParameterError(f"source must be a scene name or a path, got {source!r} (particles "
+                             f"from arrays: galaxyview.Simulation.from_arrays)")
+    device = check_choices(backend, gravity, device, integrator, boundary, collision)
     n = None if n is None else whole_count(n, "n")
-    device = whole_count(device, "device", minimum=0)
     index = None if index is None else _index(index)
     if playback is not None:
         playback = flag(playback, "playback", "True, False or None (an archive of several "
                         "snapshots plays back unless False or an index is given)")
-    for name, value in (("integrator", integrator), ("boundary", boundary),
-                        ("collision", collision)):
-        if value is not None and not isinstance(value, str):
-            raise ParameterError(f"{name} must be a module name (a string), got {value!r}")
-        if value is not None and value not in module_names(name):
-            raise ParameterError(f"unknown {name} {value!r}; choose one of "
-                                 f"{', '.join(module_names(name))}")
-    return open_simulation(source, backend, n, theta, dt, eps, gravity, device, integrator,
-                           boundary, collision, index, playback)
+    with api_errors():
+        return open_simulation(source, backend, n, theta, dt, eps, gravity, device, integrator,
+                               boundary, collision, index, playback)
 
 
 def load(path, index: int | None = None) -> Snapshot:
@@ -67,4 +59,4 @@ def _index(value) -> int:
                              f"counts from the end), got {value!r}") from None
 
 
-__all__ = ["Simulation", "Snapshot", "load", "open"]
+__all__ = ["Simulation", "Snapshot", "UnitSystem", "load", "open"]

@@ -6,19 +6,27 @@ counts, parameters and engines the same way.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from galaxyview.engines import create_engine, module_kind, modules, resolve_backend
+from galaxyview.engines import (BACKENDS, create_engine, module_kind, module_names, modules,
+                                resolve_backend)
 from galaxyview.engines.base import Energies, Engine
 from galaxyview.engines.cpu.threads import count as cpu_threads
 from galaxyview.engines.playback import PlaybackEngine
-from galaxyview.errors import EngineError, ParameterError, SceneError, SnapshotError
+from galaxyview.errors import (EngineError, GalaxyviewError, ParameterError, SceneError,
+                               SnapshotError)
+from galaxyview.model import diagnostics
+from galaxyview.model.arrays import in_nbody, is_quantity, particle_state, read_only
+from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
@@ -26,6 +34,32 @@ from galaxyview.snapshots import Snapshot, archive, open_source, params_of
 
 INITIAL_SAMPLE = 1 << 18  # particles of an initial state made in parts kept on this host
 PROGRESS_FROM = 1 << 20  # scenes of this many particles or more show their making (CLI, window)
+# the command line's words in engine messages, and the API's for them
+_API_WORDS = ((re.compile(r"--backend (\w+)"), r'backend="\1"'),
+              (re.compile(r"--device\b"), "device="), (re.compile(r"\(--n\)"), "(n=)"),
+              (re.compile(r"--overwrite\b"), "overwrite=True"))
+
+
+class CentreOfMass(NamedTuple):
+    """Centre-of-mass position and velocity, (3,) float64 each, N-body units."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+
+
+@contextlib.contextmanager
+def api_errors():
+    """GalaxyviewErrors raised inside speak the API (backend="cpu"), not the command line
+    (--backend cpu): the same exception, its message reworded."""
+    try:
+        yield
+    except GalaxyviewError as exc:
+        if exc.args and isinstance(exc.args[0], str):
+            text = exc.args[0]
+            for pattern, words in _API_WORDS:
+                text = pattern.sub(words, text)
+            exc.args = (text, *exc.args[1:])
+        raise
 
 
 def save_kind(path) -> str:
@@ -45,9 +79,12 @@ def save_kind(path) -> str:
 class Simulation:
     """A loaded engine and where its state came from. A context manager (closes the engine).
 
-    step(n), run(until=t), positions, velocities, masses, time, energies(), params (assign a
-    dict or Params: checked), save(path). Quantities are in N-body units (G = 1); `units` is
-    the scene's physical unit system when it has one (`quantity` converts).
+    from_arrays(pos, vel, mass), add(...) before the first step, step(n), run(until=t) (ends
+    on t exactly), positions, velocities, masses (read-only copies; assign whole arrays),
+    momentum, angular_momentum, centre_of_mass, time, energies(), params (assign a dict or
+    Params: checked), save(path). Quantities are in N-body units (G = 1); `units` is the
+    physical unit system when there is one (`quantity` converts; astropy or unyt quantities
+    are taken in).
 
     `initial` is the initial state, or None where a distributed engine made it in parts on its
     processes (from `maker`: no whole copy on this host); `initial_sample` is the initial
@@ -64,10 +101,44 @@ class Simulation:
     maker: object = None  # the model/ics/parts.py PartMaker the engine made the particles from
     initial_sample: ParticleState | None = None
     closed: bool = field(default=False, init=False)  # close() was called: the engine is gone
+    _start_steps: int = field(default=0, init=False)  # the engine's steps when the run began
 
     def __post_init__(self):
         if self.initial_sample is None:
             self.initial_sample = self.initial
+        self._start_steps = self.engine.steps_done
+
+    @classmethod
+    def from_arrays(cls, pos, vel, mass, *, component=None, galaxy=None, time=0.0,
+                    units: UnitSystem | None = None, backend: str = "auto", theta=None,
+                    dt=None, eps=None, eta=None, gravity: str | None = None, device: int = 0,
+                    integrator: str | None = None, name: str = "arrays") -> "Simulation":
+        """A Simulation of the particles in `pos` (N, 3), `vel` (N, 3) and `mass` (N,) (or one
+        number for all): numbers in N-body units (G = 1), or astropy/unyt quantities converted
+        with `units` (a UnitSystem; default for quantities: 1 kpc, 1e10 Msun). component,
+        galaxy: the tags (model/state.py Component codes; galaxy numbers), None: stars of
+        galaxy 0. dt, eps (and time) may be quantities too."""
+        with api_errors():
+            device = check_choices(backend, gravity, device, integrator)
+            if units is not None and not isinstance(units, UnitSystem):
+                raise ParameterError(f"units must be a galaxyview.UnitSystem or None, got "
+                                     f"{units!r}")
+            if units is None and any(map(is_quantity, (pos, vel, mass, time, dt, eps))):
+                units = UnitSystem()
+            state = particle_state(pos, vel, mass, component, galaxy, time, units)
+            where = "this simulation (units=None)"
+            params = Params().with_(theta=theta, eta=eta, integrator=integrator,
+                                    dt=in_nbody(dt, "time", "dt", units, where),
+                                    eps=in_nbody(eps, "length", "eps", units, where))
+            kind, why = resolve_backend(backend, device)
+            _check_modules(params, module_kind(kind), None, {})
+            engine, named = create_engine(kind, params, gravity=gravity, device=device)
+            try:
+                engine.load(state)
+            except BaseException:
+                engine.close()
+                raise
+        return cls(name, engine, state, named if kind == "gpu" else why, units, backend=kind)
 
     def __repr__(self) -> str:
         source = self.snapshot.source if self.snapshot is not None else self.name
@@ -99,21 +170,61 @@ class Simulation:
     def n(self) -> int:
         return self._live().n
 
+    def _read_only(self, what: str, array: np.ndarray) -> np.ndarray:
+        return read_only(array, f"sim.{what} is a read-only copy of the engine's state: "
+                                f"assign a whole array to change it, e.g. a = sim.{what}.copy(); "
+                                f"a[0] = ...; sim.{what} = a")
+
     @property
     def positions(self) -> np.ndarray:
-        """(N, 3) float32 positions now (a copy), N-body units."""
-        return self._live().state().pos
+        """(N, 3) float32 positions now, N-body units: a read-only copy (assign a whole
+        array to change them)."""
+        return self._read_only("positions", self._live().state().pos)
+
+    @positions.setter
+    def positions(self, pos) -> None:
+        self._change(pos=pos)
 
     @property
     def velocities(self) -> np.ndarray:
-        return self._live().state().vel
+        """(N, 3) float32 velocities now: a read-only copy (assign a whole array)."""
+        return self._read_only("velocities", self._live().state().vel)
+
+    @velocities.setter
+    def velocities(self, vel) -> None:
+        self._change(vel=vel)
 
     @property
     def masses(self) -> np.ndarray:
-        return self._live().state().mass
+        """(N,) float32 masses: a read-only copy (assign a whole array)."""
+        return self._read_only("masses", self._live().state().mass)
+
+    @masses.setter
+    def masses(self, mass) -> None:
+        self._change(mass=mass)
 
     def state(self) -> ParticleState:
+        """A copy of the state (arrays the caller owns; changing them changes no engine)."""
         return self._live().state()
+
+    @property
+    def momentum(self) -> np.ndarray:
+        """Total linear momentum sum m v, (3,) float64 (float64 sums of the float32 state)."""
+        s = self._live().state()
+        return diagnostics.linear_momentum(s.vel, s.mass)
+
+    @property
+    def angular_momentum(self) -> np.ndarray:
+        """Total angular momentum about the origin, sum m x × v, (3,) float64."""
+        s = self._live().state()
+        return diagnostics.angular_momentum(s.pos, s.vel, s.mass)
+
+    @property
+    def centre_of_mass(self) -> CentreOfMass:
+        """(position, velocity) of the centre of mass, (3,) float64 each."""
+        s = self._live().state()
+        return CentreOfMass(diagnostics.centre_of_mass(s.pos, s.mass),
+                            diagnostics.centre_of_mass(s.vel, s.mass))
 
     def energies(self) -> Energies:
         """Kinetic, potential and total energy (N-body units)."""
@@ -125,7 +236,8 @@ class Simulation:
 
     @params.setter
     def params(self, changes) -> None:
-        """Assign a dict of theta, dt, eps (or a Params): checked now, ParameterError if bad."""
+        """Assign a dict of theta, dt, eps (or a Params): checked now, ParameterError if bad;
+        dt and eps may be quantities when the simulation has physical units."""
         engine = self._live()
         if isinstance(changes, Params):
             changes = {k: getattr(changes, k) for k in ("theta", "dt", "eps")}
@@ -136,25 +248,122 @@ class Simulation:
         if unknown:
             raise ParameterError(f"only theta, dt and eps change while running; not "
                                  f"{', '.join(sorted(unknown))}")
-        engine.set_params(**changes)
+        kinds = {"theta": None, "dt": "time", "eps": "length"}
+        engine.set_params(**{k: v if kinds[k] is None else
+                             in_nbody(v, kinds[k], k, self.units, self.name)
+                             for k, v in changes.items()})
+
+    # -- changing the particles ----------------------------------------------------------------
+    def add(self, pos, vel=None, mass=None, *, component=None, galaxy=None) -> "Simulation":
+        """Add particles before the first step: pos (3,) or (M, 3), vel likewise (None: at
+        rest), mass one number or (M,); N-body units or quantities (sim.units). They join the
+        initial state that reset() returns to."""
+        engine = self._simulating("add particles")
+        if engine.steps_done != self._start_steps:
+            raise ParameterError(f"add particles before the first step: this simulation has "
+                                 f"run {engine.steps_done - self._start_steps} steps (reset() "
+                                 f"goes back to the start, or build the whole set with "
+                                 f"Simulation.from_arrays)")
+        if mass is None:
+            raise ParameterError("add needs mass=: one number, or one per particle")
+        new = particle_state(pos, vel, mass, component, galaxy, engine.time, self.units)
+        exact = engine.exact_state()
+        state = ParticleState.concatenate([exact.state, new])
+        self._reload(state, np.concatenate([_own(exact.pos, exact.state.pos), new.pos]),
+                     np.concatenate([_own(exact.vel, exact.state.vel), new.vel]), exact.steps)
+        return self
+
+    def _change(self, pos=None, vel=None, mass=None) -> None:
+        """Replace the engine's positions, velocities or masses (checked as from_arrays
+        does); the forces are evaluated again; before the first step, the initial state too."""
+        engine = self._simulating("change the particles")
+        exact = engine.exact_state()
+        old = exact.state
+        n = old.n
+        new = particle_state(old.pos if pos is None else pos, old.vel if vel is None else vel,
+                             old.mass if mass is None else mass, time=old.time,
+                             units=self.units)
+        if new.n != n:
+            raise ParameterError(f"give one value per particle: {n} rows, not {new.n} (add() "
+                                 f"adds particles)")
+        state = ParticleState(new.pos, new.vel, new.mass, old.component, old.galaxy, old.time,
+                              dict(old.meta), old.radius)
+        self._reload(state, _own(exact.pos, old.pos) if pos is None else new.pos,
+                     _own(exact.vel, old.vel) if vel is None else new.vel, exact.steps)
+
+    def _reload(self, state: ParticleState, pos, vel, steps: int) -> None:
+        """Load `state` (with the engine's own-precision pos, vel) at the same step count;
+        the forces and the integrator start afresh. Before the first step it is the initial
+        state (what reset() returns to)."""
+        engine = self.engine
+        start = engine.steps_done == self._start_steps
+        engine.load_exact(ExactState(state, "api", engine.gravity, engine.params,
+                                     np.asarray(pos, np.float64), np.asarray(vel, np.float64),
+                                     steps=steps))
+        if start:
+            self.initial = self.initial_sample = state
+            self.maker = None
+
+    def _simulating(self, what: str) -> Engine:
+        engine = self._live()
+        if engine.frame_count is not None:
+            raise ParameterError(f"cannot {what}: {self.name} plays back a stored run as it "
+                                 f"was computed (open one of its snapshots with index= to "
+                                 f"simulate from it)")
+        return engine
 
     # -- work ----------------------------------------------------------------------------------
     def step(self, n: int = 1) -> "Simulation":
         """Advance n steps (a whole number >= 0)."""
-        self._live().step(whole_count(n, "n", minimum=0))
+        engine = self._live()
+        with api_errors():
+            engine.step(whole_count(n, "n", minimum=0))
         return self
 
-    def run(self, until: float) -> "Simulation":
-        """Advance whole steps until the time reaches `until` (N-body units, or a quantity
-        with time units when the scene has physical units)."""
+    def run(self, until) -> "Simulation":
+        """Advance to time `until` exactly (N-body units, or a time quantity when the
+        simulation has physical units): whole steps of params.dt, the last one shortened to
+        end on `until` (every integrator ends its step synchronised). A stored run (playback)
+        moves to its first snapshot at or after `until`."""
         engine = self._live()
         target = self._nbody(until, "time", "until")
         if not math.isfinite(target):
             raise ParameterError(f"until must be a finite time, got {until!r}")
-        remaining = target - engine.time
-        if remaining > 0:
-            engine.step(math.ceil(remaining / engine.params.dt - 1e-9))
+        if target < engine.time:
+            raise ParameterError(f"until = {target!r} is before the current time "
+                                 f"{engine.time!r}; simulations run forward (reset() goes back "
+                                 f"to the start)")
+        with api_errors():
+            if engine.frame_count is not None:
+                while engine.time < target and engine.frame_index < engine.frame_count - 1:
+                    engine.step(1)
+                return self
+            dt = engine.params.dt
+            whole = math.ceil((target - engine.time) / dt - 1e-9) - 1  # the last one apart
+            if whole > 0:
+                engine.step(whole)
+            if engine.time < target:
+                self._last_step(engine, target)
         return self
+
+    @staticmethod
+    def _last_step(engine: Engine, target: float) -> None:
+        """One step ending on `target` exactly: its dt is the float that, added to the time,
+        gives `target` (as engines add it); dt comes back afterwards."""
+        time, dt = engine.time, engine.params.dt
+        h = target - time
+        for _ in range(8):  # the difference is exact but for time << target: an ulp or two
+            if time + h == target:
+                break
+            h = float(np.nextafter(h, math.inf if time + h < target else -math.inf))
+        if h == dt:
+            engine.step(1)
+            return
+        engine.set_params(dt=h)
+        try:
+            engine.step(1)
+        finally:
+            engine.set_params(dt=dt)
 
     def reset(self) -> None:
         """Back to the initial state (made anew in parts where it was)."""
@@ -163,6 +372,7 @@ class Simulation:
             engine.load_made(self.maker)
         else:
             engine.load(self.initial)
+        self._start_steps = engine.steps_done
 
     # -- units ---------------------------------------------------------------------------------
     def quantity(self, what: str, library: str = "astropy"):
@@ -184,10 +394,8 @@ class Simulation:
     def _nbody(self, value, kind: str, name: str) -> float:
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             return float(value)
-        unit = getattr(value, "unit", None) or getattr(value, "units", None)
-        if unit is not None and self.units is not None and kind == "time":
-            myr = float(_quantity_in(value, "Myr"))
-            return myr / self.units.time_myr
+        if is_quantity(value) and np.ndim(value) == 0:
+            return in_nbody(value, kind, name, self.units, self.name)
         raise ParameterError(f"{name} must be a number (N-body units) or, for a scene with "
                              f"physical units, a time quantity; got {value!r}")
 
@@ -238,6 +446,30 @@ class Simulation:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _own(exact, state):
+    """An ExactState's own-precision array, or its float32 state's where it has none."""
+    return state if exact is None else exact
+
+
+def check_choices(backend, gravity, device, integrator=None, boundary=None,
+                  collision=None) -> int:
+    """The engine and module choices of galaxyview.open and Simulation.from_arrays, checked:
+    ParameterError naming the argument; the device ordinal."""
+    if backend not in BACKENDS:
+        raise ParameterError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if gravity not in (None, "tree", "direct"):
+        raise ParameterError(f"gravity must be 'tree', 'direct' or None (what the integrator "
+                             f"needs), got {gravity!r}")
+    for name, value in (("integrator", integrator), ("boundary", boundary),
+                        ("collision", collision)):
+        if value is not None and not isinstance(value, str):
+            raise ParameterError(f"{name} must be a module name (a string), got {value!r}")
+        if value is not None and value not in module_names(name):
+            raise ParameterError(f"unknown {name} {value!r}; choose one of "
+                                 f"{', '.join(module_names(name))}")
+    return whole_count(device, "device", minimum=0)
 
 
 def whole_count(value, name: str, minimum: int = 1) -> int:
@@ -318,6 +550,8 @@ def open_simulation(source, backend: str = "auto", n: int | None = None,
         if meta.get("sheet") is not None and base.sheet is None:
             base = base.with_(sheet=meta["sheet"])  # a ring model's box follows its N
         units = scene.units if scene else snap.units
+        for key, dimension in (("dt", "time"), ("eps", "length")):
+            overrides[key] = in_nbody(overrides[key], dimension, key, units, name)
         params = base.with_(**overrides)
         _check_modules(params, module_kind(kind), scene, overrides)
         engine, named = create_engine(kind, params, gravity=gravity, device=device)
