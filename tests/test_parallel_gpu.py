@@ -37,8 +37,9 @@ def _need_gpus():
 
 
 def _per_gpu(k: int) -> str:
-    """Processes a GPU for k processes on at most 2 GPUs (all on one where one is present)."""
-    return str(-(-k // min(2, _gpus())))
+    """Processes a GPU for k processes over the host's GPUs (all on one where one is
+    present)."""
+    return str(-(-k // min(k, _gpus())))
 
 
 def _rel(a, b):
@@ -55,10 +56,14 @@ def _mpirun(k, n, out, path, walk="apart", export="beside", *more):
 
 
 @pytest.mark.parametrize("n, path, k", [(20_000, "device", 2), (400_000, "device", 2),
-                                        (400_000, "host", 2), (400_000, "device", 4)])
+                                        (400_000, "host", 2), (400_000, "device", 4),
+                                        (800_000, "device", 8)])
 def test_two_gpus_give_the_one_gpu_forces_and_energies(tmp_path, n, path, k):
     """The leavers and the LETs device to device (CUDA IPC) and through the host give the
-    same run; and so do 4 processes on the 2 GPUs (2 a GPU: 4 domains, 3 LETs each)."""
+    same run; and so do 4 processes on 2 GPUs (2 a GPU: 4 domains, 3 LETs each) and 8 on 4
+    (two a GPU: CUDA IPC within a device and across devices)."""
+    if k == 8 and _gpus() < 4:
+        pytest.skip("8 processes need a host of 4 GPUs or more (two a GPU)")
     from galaxyview.engines.cpu.direct import direct_forces
     from galaxyview.engines.gpu.engine import GPUEngine
 

@@ -56,6 +56,8 @@ class PlaybackActions:
             return
         if frame.kind == "steps":
             self.canvas.clock.state_arrived()
+            if session.frame is not None and session.overlap and not session.host:
+                self.canvas.native.repaint()  # the new state at once; the plot and bars after
         if frame.kind == "reset":
             self.plot.clear()
         elif frame.kind == "rewind":
