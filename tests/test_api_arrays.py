@@ -334,3 +334,27 @@ def test_engine_errors_name_api_arguments_not_flags(monkeypatch):
     with pytest.raises(gv.ParameterError) as info:
         gv.open("antennae", backend="cpu", n=3)
     assert "(n=)" in str(info.value) and "--n" not in str(info.value)
+
+
+@pytest.mark.gpu
+def test_the_api_from_arrays_on_the_gpu_engine():
+    """from_arrays, run(until) landing exactly, the setters and the sums on the GPU engine,
+    against the CPU engine from the same arrays."""
+    pos, vel, mass = _cluster(4096, seed=5)
+    runs = {}
+    for backend in ("gpu", "cpu"):
+        with gv.Simulation.from_arrays(pos, vel, mass, backend=backend, dt=0.01, eps=0.05,
+                                       theta=0.5) as sim:
+            sim.run(until=0.0537)
+            assert sim.time == 0.0537
+            p = sim.momentum
+            heavier = sim.masses.copy()
+            heavier[:10] *= 2
+            sim.masses = heavier
+            assert np.array_equal(sim.masses, heavier)
+            with pytest.raises(ValueError, match="assign a whole array"):
+                sim.positions[0] = 0.0
+            runs[backend] = (sim.positions, p, sim.centre_of_mass)
+    (xg, pg, cg), (xc, pc, cc) = runs["gpu"], runs["cpu"]
+    assert np.abs(xg - xc).max() < 1e-3  # the tree's error over six steps
+    assert np.allclose(pg, pc, atol=1e-5) and np.allclose(cg[0], cc[0], atol=1e-4)
