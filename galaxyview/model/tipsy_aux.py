@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
+from galaxyview.files import read_bytes
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component
 from galaxyview.model.units import UnitSystem
@@ -44,7 +45,7 @@ def _lines(aux: Path, binary: str = f"not a text file; {_LAYOUT}") -> list[str] 
     """The file's lines, trailing blank ones dropped; None when there is none; SnapshotError
     `binary` when it is not text."""
     try:
-        text = aux.read_text(encoding="utf-8")
+        text = read_bytes(aux, SnapshotError, "text file").decode("utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from galaxyview.errors import SceneError
+from galaxyview.files import read_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -151,14 +152,27 @@ def _bound(x) -> str:
     return f"{x:,}".replace(",", "_") if isinstance(x, int) and abs(x) >= 10**6 else f"{x:g}"
 
 
+def parse_toml(data: bytes, path) -> dict:
+    """The TOML document `data` read from `path` (a UTF-8 byte-order mark at its start is
+    skipped); SceneError naming the file when it is not UTF-8, not TOML or nested too deep."""
+    try:
+        return tomllib.loads(data.decode("utf-8").removeprefix("\ufeff"))
+    except UnicodeDecodeError:
+        raise SceneError(f"{path}: not UTF-8 text; is it a TOML file?") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError(f"{path}: TOML syntax error: {exc}") from None
+    except RecursionError:
+        raise SceneError(f"{path}: arrays or tables nested too deep to read; is it a "
+                         f"TOML file?") from None
+
+
 def read_toml(path: Path, what: str) -> dict:
     """The parsed TOML file `path` (a `what`: "playlist", "camera path"); SceneError saying
     what is wrong with it."""
     try:
-        return tomllib.loads(Path(path).read_text())
+        data = read_bytes(path, SceneError, f"{what} file")
     except FileNotFoundError:
         raise SceneError(f"{path}: no such {what} file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SceneError(f"{path}: cannot read it ({exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SceneError(f"{path}: TOML syntax error: {exc}") from None
+    except OSError as exc:
+        raise SceneError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    return parse_toml(data, path)

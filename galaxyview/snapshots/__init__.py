@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from galaxyview.errors import ParameterError, SnapshotError
+from galaxyview.files import check_regular
 from galaxyview.model import tipsy
 from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
@@ -71,6 +72,7 @@ def read(path, index: int | None = None) -> Snapshot:
         raise SnapshotError(f"{path}: no such file; check the path")
     if path.is_dir():
         raise SnapshotError(f"{path}: is a folder; give the path of a snapshot file")
+    check_regular(path, SnapshotError, "snapshot")
     try:
         with open(path, "rb") as f:
             head = f.read(16)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
+from galaxyview.files import read_bytes
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import KPC_KM, MYR_S, UnitSystem
@@ -86,7 +87,7 @@ class _Records:
 def read_binary(path) -> tuple[ParticleState, UnitSystem, dict]:
     """A Gadget-2/3 binary snapshot: (state in N-body units, units, notes)."""
     path = Path(path)
-    data = path.read_bytes()
+    data = read_bytes(path, SnapshotError, "snapshot")
     found = binary_order(data[:16])
     if found is None:
         raise SnapshotError(f"{path}: not a Gadget binary snapshot")
