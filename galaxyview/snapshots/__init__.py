@@ -112,15 +112,15 @@ def _read_hdf5(path: Path, index: int | None) -> Snapshot:
 
     try:
         with h5py.File(path, "r") as f:
-            kind = ("galaxyview" if f.attrs.get("format") == archive.FORMAT else
-                    "gadget" if gadget.is_gadget_hdf5(f) else None)
+            kind = ("galaxyview" if archive.is_archive(f, path) else
+                    "gadget" if gadget.is_gadget_hdf5(f, path) else None)
             if kind == "gadget":
                 if index is not None:
                     raise SnapshotError(f"{path}: a snapshot index ({index}) applies to "
                                         "galaxyview archives only")
                 state, units, notes = gadget.read_hdf5(f, path)
                 return Snapshot(state, "gadget-hdf5", path, {}, units, notes=notes)
-    except OSError as exc:
+    except (OSError, RuntimeError, KeyError) as exc:  # h5py's, where no guard named the object
         raise SnapshotError(f"{path}: an HDF5 file that cannot be read (truncated or "
                             f"corrupt: {exc})") from None
     if kind is None:
