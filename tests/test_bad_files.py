@@ -92,3 +92,196 @@ def test_deeply_nested_toml_is_a_scene_error(tmp_path):
     path.write_text("a = " + "[" * 5000 + "]" * 5000)
     with pytest.raises(SceneError, match="nested too deep"):
         load_scene(path)
+
+
+# -- HDF5: lying sizes, damaged values (each a SnapshotError naming the file and object) ------
+def _archive(path, n=8):
+    from galaxyview.model.exact import ExactState
+    from galaxyview.model.params import Params
+    from galaxyview.model.state import ParticleState
+    from galaxyview.snapshots import archive
+
+    rng = np.random.default_rng(0)
+    state = ParticleState(rng.normal(size=(n, 3)), rng.normal(size=(n, 3)), np.ones(n), time=0.5)
+    exact = ExactState(state, "cpu", "tree", Params(), state.pos.astype(float),
+                       state.vel.astype(float), np.zeros((n, 3)), np.zeros(n))
+    return archive.save_exact(path, exact, archive.RunInfo("t", scene_toml="[scene]"))
+
+
+def _gadget4(path, n=5, header_n=None):
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        h = f.create_group("Header")
+        h.attrs["NumPart_ThisFile"] = np.array([0, header_n or n, 0, 0, 0, 0], np.uint32)
+        h.attrs["Time"] = 0.0
+        p = f.create_group("Parameters")
+        p.attrs["UnitLength_in_cm"] = 3.085678e21
+        p.attrs["UnitMass_in_g"] = 1.989e43
+        p.attrs["UnitVelocity_in_cm_per_s"] = 1e5
+        g = f.create_group("PartType1")
+        g["Coordinates"], g["Velocities"], g["Masses"] = np.ones((n, 3)), np.ones((n, 3)), np.ones(n)
+    return path
+
+
+def _read_limited(path, limit=2 << 30):
+    """read(path) in a child with a bounded address space: (exit status, what it printed)."""
+    code = ("import sys\nfrom galaxyview.errors import GalaxyviewError\n"
+            "from galaxyview.snapshots import read\ntry:\n    read(sys.argv[1])\n    print('loaded')\n"
+            "except GalaxyviewError as exc:\n    print(exc)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                       timeout=120, preexec_fn=_memory_limit(limit))
+    return r.returncode, r.stdout + r.stderr[-1500:]
+
+
+def test_a_dataset_declaring_billions_of_particles_is_refused_by_size(tmp_path):
+    import h5py
+
+    path = _gadget4(tmp_path / "big.hdf5", header_n=4_000_000_000)
+    with h5py.File(path, "r+") as f:  # a shape that promises 4e9 rows the file does not hold
+        g = f["PartType1"]
+        for key in ("Coordinates", "Velocities"):
+            del g[key]
+            g.create_dataset(key, shape=(4_000_000_000, 3), dtype="f8")
+        del g["Masses"]
+    assert path.stat().st_size < 1 << 20
+    code, said = _read_limited(path)
+    assert code == 0 and said.startswith(f"{path}: dataset /PartType1/Coordinates declares "
+                                         "(4000000000, 3) values"), said
+
+
+def test_a_header_count_beyond_the_datasets_is_refused(tmp_path):
+    path = _gadget4(tmp_path / "count.hdf5", header_n=100_000_000)
+    with pytest.raises(SnapshotError, match=r"/PartType1/Coordinates has shape \(5, 3\), "
+                                            r"expected \(100000000, 3\)"):
+        read(path)
+
+
+def test_an_archive_dataset_beyond_the_file_is_refused(tmp_path):
+    import h5py
+
+    path = _archive(tmp_path / "a.h5")
+    with h5py.File(path, "r+") as f:
+        g = f["snapshots/000000"]
+        del g["mass"]
+        g.create_dataset("mass", shape=(3_000_000_000,), dtype="f4")
+    code, said = _read_limited(path)
+    assert code == 0 and "dataset /snapshots/000000/mass declares (3000000000,)" in said, said
+
+
+@pytest.mark.parametrize("value, words", [
+    (0.0, "must be a finite number > 0"), (-2.0, "must be a finite number > 0"),
+    (np.nan, "must be a finite number > 0"), ("kpc", "must be a number"),
+    (np.ones(2), "holds 2 values, not one number")])
+def test_gadget_units_must_be_positive_numbers(tmp_path, value, words):
+    import h5py
+
+    path = _gadget4(tmp_path / "u.hdf5")
+    with h5py.File(path, "r+") as f:
+        f["Parameters"].attrs["UnitLength_in_cm"] = value
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    assert str(info.value).startswith(f"{path}: attribute 'UnitLength_in_cm' of /Parameters")
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda g: g.__setitem__("Coordinates", np.ones((5, 2))),
+     r"/PartType1/Coordinates has shape \(5, 2\), expected \(5, 3\)"),
+    (lambda g: g.__setitem__("Masses", np.array([b"heavy"] * 5)),
+     "/PartType1/Masses holds .S5 values, not numbers"),
+])
+def test_gadget_datasets_of_the_wrong_shape_or_kind(tmp_path, change, words):
+    import h5py
+
+    path = _gadget4(tmp_path / "s.hdf5")
+    with h5py.File(path, "r+") as f:
+        key = "Coordinates" if "Coordinates" in words else "Masses"
+        del f["PartType1"][key]
+        change(f["PartType1"])
+    with pytest.raises(SnapshotError, match=words):
+        read(path)
+
+
+@pytest.mark.parametrize("where, key, value, words", [
+    ("snapshots/000000", "params", "[1, 2]", "not a JSON object"),
+    ("snapshots/000000", "time", np.nan, "attribute 'time' of /snapshots/000000 = nan"),
+    ("run", "length_kpc", -1.0, "attribute 'length_kpc' of /run = -1"),
+])
+def test_archive_attributes_of_the_wrong_kind(tmp_path, where, key, value, words):
+    import h5py
+
+    path = _archive(tmp_path / "a.h5")
+    with h5py.File(path, "r+") as f:
+        f[where].attrs[key] = value
+        if key == "length_kpc":
+            f[where].attrs["mass_msun"] = 1e10
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    assert str(info.value).startswith(str(path)) and words in str(info.value)
+
+
+def test_archive_scene_text_not_utf8(tmp_path):
+    import h5py
+
+    path = _archive(tmp_path / "a.h5")
+    with h5py.File(path, "r+") as f:
+        del f["run/scene_toml"]
+        f["run/scene_toml"] = np.void(b"\xff\xfe[scene]")
+    with pytest.raises(SnapshotError, match="/run/scene_toml"):
+        read(path)
+
+
+def test_nan_in_an_archive_exact_array_is_refused_at_load(tmp_path):
+    import h5py
+
+    path = _archive(tmp_path / "a.h5")
+    with h5py.File(path, "r+") as f:
+        f["snapshots/000000/exact/vel"][2, 1] = np.nan
+    with pytest.raises(SnapshotError, match=r"exact/vel holds NaN or infinite values \(1 entries, "
+                                            r"first at particle 2\).*the file is damaged"):
+        read(path)
+
+
+def test_gadget_binary_mass_block_of_odd_length(tmp_path):
+    import struct
+
+    npart = [0, 0, 2, 0, 0, 0]
+    header = struct.pack("<6i6d2d2i6I2i4d", *npart, *[0.0] * 6, 0.0, 0.0, 0, 0, *npart, 0, 1,
+                         0.0, 0.0, 0.0, 1.0)
+    header += b"\0" * (256 - len(header))
+    out = b""
+    for payload in (header, np.ones((2, 3), "<f4").tobytes(), np.ones((2, 3), "<f4").tobytes(),
+                    np.arange(2, dtype="<u4").tobytes(), b"\0" * 9):
+        out += struct.pack("<i", len(payload)) + payload + struct.pack("<i", len(payload))
+    path = tmp_path / "snap_000"
+    path.write_bytes(out)
+    with pytest.raises(SnapshotError, match="the mass block holds 9 bytes"):
+        read(path)
+
+
+def test_gadget_hdf5_non_finite_time_is_refused(tmp_path):
+    import h5py
+
+    path = _gadget4(tmp_path / "t.hdf5")
+    with h5py.File(path, "r+") as f:
+        f["Header"].attrs["Time"] = np.inf
+    with pytest.raises(SnapshotError, match="attribute 'Time' of /Header = inf"):
+        read(path)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "0"])
+def test_tipsy_param_units_must_be_finite_and_positive(tmp_path, value):
+    from galaxyview.model.params import Params
+    from galaxyview.model.state import ParticleState
+    from galaxyview.model.tipsy import save_state
+    from galaxyview.model.units import UnitSystem
+
+    state = ParticleState(np.eye(3), np.zeros((3, 3)), np.ones(3))
+    path = save_state(tmp_path / "s.tipsy", state, Params(), units=UnitSystem(2.0, 1e10))
+    param = tmp_path / "s.tipsy.param"
+    param.write_text("\n".join(f"dKpcUnit = {value}" if line.startswith("dKpcUnit") else line
+                               for line in param.read_text().splitlines()))
+    with pytest.raises(SnapshotError, match=f"{param}: dKpcUnit and dMsolUnit must both be "
+                                            "given, finite and > 0"):
+        read(path)

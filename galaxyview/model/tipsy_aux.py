@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -190,9 +191,10 @@ def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
             unit[key] = number_value
     units = None
     if unit:
-        if set(unit) != {"dKpcUnit", "dMsolUnit"} or min(unit.values()) <= 0:
-            raise SnapshotError(f"{pfile}: dKpcUnit and dMsolUnit must both be given and > 0, "
-                                f"got {unit}")
+        if set(unit) != {"dKpcUnit", "dMsolUnit"} or not all(
+                math.isfinite(v) and v > 0 for v in unit.values()):
+            raise SnapshotError(f"{pfile}: dKpcUnit and dMsolUnit must both be given, finite "
+                                f"and > 0, got {unit}")
         units = UnitSystem(unit["dKpcUnit"], unit["dMsolUnit"])
     wide = tuple(field for field in ("pos", "vel") if double.get(field))
     precision = next(p for p, f in PRECISIONS.items() if f == wide) if double else None
