@@ -285,3 +285,81 @@ def test_tipsy_param_units_must_be_finite_and_positive(tmp_path, value):
     with pytest.raises(SnapshotError, match=f"{param}: dKpcUnit and dMsolUnit must both be "
                                             "given, finite and > 0"):
         read(path)
+
+
+# -- one rule for values: command line, scene, API, snapshot ----------------------------------
+TOO_SMALL = "= 1e-320: is too small: galaxyview computes in float32 (a value other than 0 is at least 1.18e-38)"
+
+
+def _scene_with(tmp_path, name, value):
+    """plummer.toml with [params] `name` set to `value` (theta, dt, eps: all three set there)."""
+    lines = (scenes_dir() / "plummer.toml").read_text().splitlines()
+    text = "\n".join(f"{name} = {value}" if line.startswith(f"{name} =") else line
+                     for line in lines)
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", ["dt", "eps", "theta"])
+def test_a_value_below_float32_is_refused_alike_everywhere(tmp_path, name):
+    from galaxyview.cli.common import dt_type, eps_type, theta_type
+    from galaxyview.errors import ParameterError
+    from galaxyview.model.params import Params
+    import argparse
+
+    parse = {"dt": dt_type, "eps": eps_type, "theta": theta_type}[name]
+    with pytest.raises(argparse.ArgumentTypeError) as cli:
+        parse("1e-320")
+    with pytest.raises(ParameterError) as api:
+        Params(**{name: 1e-320})
+    with pytest.raises(SceneError) as scene:
+        load_scene(_scene_with(tmp_path, name, "1e-320"))
+    for error in (cli, api, scene):
+        assert TOO_SMALL in str(error.value), str(error.value)
+
+
+def test_a_snapshot_value_below_float32_is_refused_alike(tmp_path):
+    from galaxyview.model.params import Params
+    from galaxyview.model.state import ParticleState
+    from galaxyview.model.tipsy import save_state
+
+    state = ParticleState(np.eye(3), np.zeros((3, 3)), np.ones(3))
+    path = save_state(tmp_path / "s.tipsy", state, Params())
+    param = tmp_path / "s.tipsy.param"
+    param.write_text("\n".join("dDelta = 1e-320" if line.startswith("dDelta") else line
+                               for line in param.read_text().splitlines()))
+    with pytest.raises(SnapshotError, match=TOO_SMALL.replace("(", r"\(").replace(")", r"\)")):
+        read(path)
+
+
+def test_whole_numbers_beyond_2_53_are_refused_alike(tmp_path):
+    import argparse
+
+    from galaxyview.cli.common import count_type, steps_type, whole_number
+
+    words = "is too large (a whole number is at most 2^53)"
+    for parse in (count_type, steps_type, whole_number):
+        for text in ("9007199254740993", "1e300"):
+            if parse is not count_type and text == "1e300":
+                continue
+            with pytest.raises(argparse.ArgumentTypeError, match=r"at most 2\^53"):
+                parse(text)
+    with pytest.raises(SceneError) as scene:
+        load_scene(_seeded(tmp_path, 2**60))
+    assert words in str(scene.value)
+
+
+def _seeded(tmp_path, seed):
+    text = (scenes_dir() / "plummer.toml").read_text().replace("seed = 1", f"seed = {seed}")
+    path = tmp_path / "seeded.toml"
+    path.write_text(text)
+    return path
+
+
+def test_every_time_below_float32_is_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "galaxyview", "run", "plummer", "--archive",
+                        str(tmp_path / "a.h5"), "--every-time", "1e-320", "--steps", "1"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--every-time: 1e-320 is too small" in r.stderr

@@ -28,7 +28,7 @@ from galaxyview.model.validate import Table, parse_toml
 from galaxyview.resources import scenes_dir
 
 N_MAX = 2**28  # most particles a scene may ask for
-SEED_MAX = 2**63 - 1
+SEED_MAX = 2**53  # the integer rule (model/params.py INT_MAX)
 
 
 @dataclass(frozen=True)
