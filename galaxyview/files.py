@@ -1,6 +1,9 @@
-"""Checks made before any work that would end in writing a user's file."""
+"""Checks made before any work that would end in writing a user's file; reading one that
+is a regular file, no more than its size."""
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 from galaxyview.errors import GalaxyviewError
@@ -52,3 +55,45 @@ def _size(n: float) -> str:
         n /= 1000
         if n < 1000 or unit == "TB":
             return f"{n:.1f} {unit}"
+
+
+def special_file(path) -> str | None:
+    """What `path` is when it exists but is not a regular file (a FIFO, a device, a socket),
+    else None: reading one may block for ever or never end (/dev/zero)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
+            "a character device" if stat.S_ISCHR(mode) else
+            "a block device" if stat.S_ISBLK(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def check_regular(path, error=GalaxyviewError, what: str = "file") -> None:
+    """Refuse (an `error` naming the path) a path that is a FIFO, a device or a socket."""
+    kind = special_file(path)
+    if kind is not None:
+        raise error(f"{path}: {kind}, not a regular file; give the path of a {what} saved "
+                    f"on disk")
+
+
+def read_bytes(path, error=GalaxyviewError, what: str = "file") -> bytes:
+    """The bytes of regular file `path`, at most its size at opening (a file that grows
+    while it is read is cut there); `error` for a FIFO, a device or a socket. The open does
+    not block on a FIFO. OSError (FileNotFoundError, ...) passes to the caller."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            check_regular(path, error, what)
+            raise error(f"{path}: not a regular file; give the path of a {what} saved on disk")
+        return f.read(info.st_size)

@@ -102,8 +102,14 @@ def test_screenshot_refuses_to_overwrite_without_overwrite(tmp_path):
     ({"QT_QPA_PLATFORM": "linuxfb"}, ["linuxfb", "xvfb-run"]),  # asked in a child process
     ({"QT_QPA_PLATFORM": "no-such-plugin"}, ["no such Qt platform plugin", "xcb"]),
     ({"QT_QPA_PLATFORM": None, "DISPLAY": ":93"}, ["no X server", "DISPLAY=:93", "xvfb-run"]),
+    ({"QT_QPA_PLATFORM": "wayland", "WAYLAND_DISPLAY": "wayland-93", "XDG_RUNTIME_DIR": "tmp"},
+     ["no Wayland compositor", "wayland-93", "xvfb-run"]),  # Qt aborted here
+    ({"QT_QPA_PLATFORM": "wayland", "WAYLAND_DISPLAY": None, "XDG_RUNTIME_DIR": None},
+     ["XDG_RUNTIME_DIR is not set", "xvfb-run"]),
 ])
 def test_unusable_platform_or_display_is_one_line_and_exit_2(tmp_path, changes, words):
+    if changes.get("XDG_RUNTIME_DIR") == "tmp":
+        changes = dict(changes, XDG_RUNTIME_DIR=str(tmp_path))
     t0 = time.perf_counter()
     r = galaxyview("plummer", "--backend", "cpu", "--n", "500", env=_env(tmp_path, **changes),
                    timeout=90)

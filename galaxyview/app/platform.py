@@ -72,9 +72,32 @@ def display_problem() -> str | None:
             return x_display_problem(display)
         if platform == "xcb" or not os.environ.get("WAYLAND_DISPLAY"):
             return f"no display: set DISPLAY to an X server, or {XVFB_HINT}"
-        return None
-    if platform != "wayland":  # eglfs, linuxfb, vnc ...: Qt may abort, so ask a child first
-        return _child_problem(platform)
+        return wayland_problem()
+    if platform == "wayland":
+        return wayland_problem()
+    return _child_problem(platform)  # eglfs, linuxfb, vnc ...: Qt may abort, so ask a child
+
+
+def wayland_problem() -> str | None:
+    """None when a Wayland compositor answers on $WAYLAND_DISPLAY (default wayland-0, in
+    $XDG_RUNTIME_DIR), as Qt's wayland plugin looks for it; otherwise what is wrong."""
+    import socket
+
+    name = os.environ.get("WAYLAND_DISPLAY") or "wayland-0"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if not os.path.isabs(name) and not runtime:
+        return (f"Wayland: XDG_RUNTIME_DIR is not set, so no compositor can be found for "
+                f"WAYLAND_DISPLAY={name}; log in to a Wayland session, or unset "
+                f"QT_QPA_PLATFORM and WAYLAND_DISPLAY to use the X display, or {XVFB_HINT}")
+    where = Path(name) if os.path.isabs(name) else Path(runtime) / name
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5.0)
+            s.connect(str(where))
+    except OSError as exc:
+        return (f"no Wayland compositor answers on {where} (WAYLAND_DISPLAY={name}: "
+                f"{exc.strerror or exc}); start one, or unset QT_QPA_PLATFORM and "
+                f"WAYLAND_DISPLAY to use the X display, or {XVFB_HINT}")
     return None
 
 

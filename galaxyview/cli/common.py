@@ -5,7 +5,8 @@ import argparse
 
 from galaxyview.engines import BACKENDS, module_names
 from galaxyview.errors import ParameterError
-from galaxyview.model.params import check_alpha, check_dt, check_eps, check_eta, check_theta
+from galaxyview.model.params import (check_alpha, check_dt, check_eps, check_eta, check_theta,
+                                     float32_problem, integer_problem)
 
 
 def _checked(check):
@@ -31,25 +32,30 @@ alpha_type = _checked(check_alpha)
 
 
 def whole_number(text: str) -> int:
+    """A whole number, at most 2^53 in size (the rule of every integer option and value)."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if integer_problem(value):
+        raise argparse.ArgumentTypeError(f"{text} {integer_problem(value)}")
+    return value
 
 
 def count_type(text: str) -> int:
     """A count >= 1: 100000, or written as 1e5."""
     try:
+        int(text)
         value = whole_number(text)
-    except argparse.ArgumentTypeError:
+    except ValueError:
         try:
             number = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if not number.is_integer():
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if abs(number) >= 2**53:
-            raise argparse.ArgumentTypeError(f"{text} is too large (at most 2^53)") from None
+        if integer_problem(number):
+            raise argparse.ArgumentTypeError(f"{text} {integer_problem(number)}") from None
         value = int(number)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
@@ -71,6 +77,8 @@ def positive_number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not (value > 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    if float32_problem(value):
+        raise argparse.ArgumentTypeError(f"{text} {float32_problem(value)}")
     return value
 
 

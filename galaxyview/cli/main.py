@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "REBOUND's step on the same patch on this machine's CPU; any other "
                         "scene (e.g. mw-andromeda): the Plummer table's phases on its "
                         "particles, with its eps and dt")
-    p.add_argument("--rebound-steps", type=int, default=3,
+    p.add_argument("--rebound-steps", type=common.whole_number, default=3,
                    help="--scene (a ring): REBOUND steps timed (3; 0: REBOUND not timed)")
     p.add_argument("--rebound-max", type=common.count_type, default=1 << 20,
                    help="--scene (a ring): the largest N REBOUND is timed at (1048576)")

@@ -29,7 +29,7 @@ def add_run_parser(sub) -> None:
                    help="a shipped scene's name, a .toml scene file, or a snapshot or archive "
                         "(galaxyview HDF5, Tipsy, Gadget, ...; see docs/snapshot-format.md)")
     p.add_argument("--steps", type=common.count_type, default=100, help="steps to take (100)")
-    p.add_argument("--index", type=int, metavar="K",
+    p.add_argument("--index", type=common.whole_number, metavar="K",
                    help="start from snapshot K of an archive (default: its last; negative "
                         "counts from the end)")
     common.add_backend(p)

@@ -23,7 +23,7 @@ def add_view_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run --frames frames, save the canvas as a PNG and exit")
     parser.add_argument("--overwrite", action="store_true",
                         help="let --screenshot replace an existing file")
-    parser.add_argument("--frames", type=int, default=10, metavar="K",
+    parser.add_argument("--frames", type=common.whole_number, default=10, metavar="K",
                         help="frames to run before --screenshot is taken (10; 0: the initial "
                              "state)")
 

@@ -11,6 +11,8 @@ from galaxyview.model.sheet import Sheet
 
 THETA_MAX = 1.5
 F32_MAX = 3.4028234663852886e38  # the largest float32: particle data and GPU arithmetic
+F32_TINY = 1.1754944e-38  # the smallest normal float32: smaller is 0 (or lost precision)
+INT_MAX = 2**53  # the largest whole number an option or value may be (exact as a float64)
 EPS_MAX = 1.0e19  # eps**2 stays finite in float32
 TREE_MAX_LEVEL = 21  # deepest octree level: 63-bit Morton keys, 21 bits per axis
 BLOCK_LEVELS_MAX = 40  # block steps are dt / 2^k; time is counted in 2^-40 dt ticks
@@ -98,15 +100,39 @@ def _finite(x) -> bool:
             and math.isfinite(float(x)))
 
 
+def float32_problem(x) -> str | None:
+    """The one rule for values galaxyview computes with in float32 (scene values, command-line
+    options, API parameters, snapshot values): None when finite `x` is 0 or within float32's
+    normal range; else the words that follow the value in the error."""
+    if abs(x) > F32_MAX:
+        return f"is too large: galaxyview computes in float32 (at most {F32_MAX:.3g})"
+    if 0 < abs(x) < F32_TINY:
+        return (f"is too small: galaxyview computes in float32 (a value other than 0 is at "
+                f"least {F32_TINY:.3g})")
+    return None
+
+
+def integer_problem(x) -> str | None:
+    """The one rule for whole numbers: None when |x| <= 2^53, else the words of the error."""
+    return None if abs(x) <= INT_MAX else f"is too large (a whole number is at most 2^53)"
+
+
 def _number(name: str, x, allowed: str) -> ParameterError:
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        if math.isfinite(float(x)) and float32_problem(float(x)):
+            return ParameterError(f"{name} = {x!r}: {float32_problem(float(x))}")
         return ParameterError(f"{name} must be {allowed}, got {x!r}")
     return ParameterError(f"{name} must be a number ({allowed}), got {x!r} of type "
                           f"{type(x).__name__}")
 
 
+def _f32(x) -> bool:
+    """Finite and within the float32 rule."""
+    return _finite(x) and float32_problem(float(x)) is None
+
+
 def check_theta(theta) -> float:
-    if not (_finite(theta) and 0 < float(theta) <= THETA_MAX):
+    if not (_f32(theta) and 0 < float(theta) <= THETA_MAX):
         raise _number("theta", theta, f"in (0, {THETA_MAX}]; smaller is more accurate and "
                                       "slower, 0.4-0.8 is usual")
     return float(theta)
@@ -115,7 +141,7 @@ def check_theta(theta) -> float:
 def _check_positive(name: str):
     """A checker of a positive number no larger than float32 allows, named `name`."""
     def check(x) -> float:
-        if not (_finite(x) and 0 < float(x) <= F32_MAX):
+        if not (_f32(x) and 0 < float(x) <= F32_MAX):
             raise _number(name, x, f"a positive number, at most {F32_MAX:.3g} (a float32)")
         return float(x)
     return check
@@ -126,7 +152,7 @@ check_g = _check_positive("G")
 
 
 def check_eps(eps) -> float:
-    if not (_finite(eps) and 0 <= float(eps) <= EPS_MAX):
+    if not (_f32(eps) and 0 <= float(eps) <= EPS_MAX):
         raise _number("eps (softening)", eps,
                       f">= 0 and at most {EPS_MAX:g} (eps squared must fit a float32, or "
                       "gravity would vanish)")
@@ -134,14 +160,14 @@ def check_eps(eps) -> float:
 
 
 def check_eta(eta) -> float:
-    if not (_finite(eta) and 0 < float(eta) <= 1):
+    if not (_f32(eta) and 0 < float(eta) <= 1):
         raise _number("eta", eta, "in (0, 1]; 0.01-0.03 is usual for Hermite, smaller is more "
                                   "accurate and slower")
     return float(eta)
 
 
 def check_alpha(alpha) -> float:
-    if not (_finite(alpha) and 0 < float(alpha) <= 1):
+    if not (_f32(alpha) and 0 < float(alpha) <= 1):
         raise _number("alpha", alpha, "in (0, 1]; 0.001-0.005 is usual for the acceleration "
                                       "MAC, smaller is more accurate and slower")
     return float(alpha)

@@ -10,7 +10,6 @@ docs/scene-format.md describes the format for users and model writers.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,22 +17,18 @@ from typing import Any
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, ParameterError, SceneError
+from galaxyview.files import read_bytes
 from galaxyview.model import ics
 from galaxyview.model.pace import Pace, cpu_pace
 from galaxyview.model.params import (BLOCK_LEVELS_MAX, EPS_MAX, MACS, MODULE_KINDS, THETA_MAX,
                                      Params, check_module_name)
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import G_SI, UnitSystem
-from galaxyview.model.validate import Table
+from galaxyview.model.validate import Table, parse_toml
 from galaxyview.resources import scenes_dir
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 N_MAX = 2**28  # most particles a scene may ask for
-SEED_MAX = 2**63 - 1
+SEED_MAX = 2**53  # the integer rule (model/params.py INT_MAX)
 
 
 @dataclass(frozen=True)
@@ -222,8 +217,7 @@ def load_scene(name_or_path) -> Scene:
     """Load and validate a shipped scene (by name) or a scene file (by path)."""
     path = scene_path(name_or_path)
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        text = read_bytes(path, SceneError, "scene (.toml) or snapshot file")
     except FileNotFoundError:
         raise SceneError(f"{path}: no such scene file; shipped scenes: "
                          f"{', '.join(_shipped_names()) or 'none'}") from None
@@ -231,10 +225,7 @@ def load_scene(name_or_path) -> Scene:
         raise SceneError(f"{path}: is a folder; give the path of a .toml scene file") from None
     except OSError as exc:
         raise SceneError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SceneError(f"{path}: TOML syntax error: {exc}") from None
-    except UnicodeDecodeError:
-        raise SceneError(f"{path}: not UTF-8 text; is it a scene file?") from None
+    data = parse_toml(text, path)
     return parse_scene(data, path)
 
 

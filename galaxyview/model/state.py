@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,6 +83,10 @@ class ParticleState:
         with np.errstate(over="ignore"):  # too large for float32: inf, refused by validate()
             radius = np.asarray(self.radius, dtype=np.float32)  # 0-d fails the shape check
         self.radius = np.ascontiguousarray(radius) if radius.ndim else radius
+        try:
+            self.time = float(self.time)
+        except (TypeError, ValueError):
+            raise GalaxyviewError(f"time must be a number, got {self.time!r}") from None
         self.validate()
 
     @property
@@ -97,6 +102,8 @@ class ParticleState:
         """Raise GalaxyviewError if shapes disagree, any value is not finite or a mass or radius
         is negative."""
         n = len(self.mass)
+        if not math.isfinite(self.time):
+            raise NonFiniteError(f"time is {self.time}")
         if self.pos.shape != (n, 3) or self.vel.shape != (n, 3):
             raise GalaxyviewError(
                 f"particle arrays disagree: pos {self.pos.shape}, vel {self.vel.shape}, "

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
+from galaxyview.files import read_bytes
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component
 from galaxyview.model.units import UnitSystem
@@ -44,7 +46,7 @@ def _lines(aux: Path, binary: str = f"not a text file; {_LAYOUT}") -> list[str] 
     """The file's lines, trailing blank ones dropped; None when there is none; SnapshotError
     `binary` when it is not text."""
     try:
-        text = aux.read_text(encoding="utf-8")
+        text = read_bytes(aux, SnapshotError, "text file").decode("utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
@@ -189,9 +191,10 @@ def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
             unit[key] = number_value
     units = None
     if unit:
-        if set(unit) != {"dKpcUnit", "dMsolUnit"} or min(unit.values()) <= 0:
-            raise SnapshotError(f"{pfile}: dKpcUnit and dMsolUnit must both be given and > 0, "
-                                f"got {unit}")
+        if set(unit) != {"dKpcUnit", "dMsolUnit"} or not all(
+                math.isfinite(v) and v > 0 for v in unit.values()):
+            raise SnapshotError(f"{pfile}: dKpcUnit and dMsolUnit must both be given, finite "
+                                f"and > 0, got {unit}")
         units = UnitSystem(unit["dKpcUnit"], unit["dMsolUnit"])
     wide = tuple(field for field in ("pos", "vel") if double.get(field))
     precision = next(p for p, f in PRECISIONS.items() if f == wide) if double else None

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from galaxyview.errors import SceneError
+from galaxyview.files import read_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -13,9 +14,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 _MISSING = object()
-from galaxyview.model.params import F32_MAX  # particle data are float32: larger is inf
-
-F32_TINY = 1.1754944e-38  # the smallest normal float32: smaller is 0 (or lost precision)
+from galaxyview.model.params import (F32_MAX, F32_TINY, float32_problem,  # noqa: F401
+                                     integer_problem)
 
 
 class Table:
@@ -54,12 +54,8 @@ class Table:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.error(key, value, "must be a finite number")
-        if abs(value) > F32_MAX:
-            raise self.error(key, value, f"is too large: galaxyview computes in float32 (at most "
-                                         f"{F32_MAX:.3g})")
-        if 0 < abs(value) < F32_TINY:
-            raise self.error(key, value, f"is too small: galaxyview computes in float32 (a value "
-                                         f"other than 0 is at least {F32_TINY:.3g})")
+        if float32_problem(value):
+            raise self.error(key, value, float32_problem(value))
         bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
         bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
         if bad_lo or bad_hi:
@@ -72,6 +68,8 @@ class Table:
             return None
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(key, value, "must be an integer")
+        if integer_problem(value):
+            raise self.error(key, value, integer_problem(value))
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             raise self.error(key, value, "must be an integer " + _range_text(lo, hi))
         return int(value)
@@ -101,12 +99,9 @@ class Table:
                   for v in value))
         if not ok:
             raise self.error(key, value, f"must be a list of {length} finite numbers")
-        if any(abs(v) > F32_MAX for v in value):
-            raise self.error(key, value, f"is too large: galaxyview computes in float32 (at most "
-                                         f"{F32_MAX:.3g})")
-        if any(0 < abs(v) < F32_TINY for v in value):
-            raise self.error(key, value, f"is too small: galaxyview computes in float32 (a value "
-                                         f"other than 0 is at least {F32_TINY:.3g})")
+        problem = next(filter(None, map(float32_problem, value)), None)
+        if problem:
+            raise self.error(key, value, problem)
         return [float(v) for v in value]
 
     def table(self, key, default=_MISSING) -> "Table | None":
@@ -151,14 +146,27 @@ def _bound(x) -> str:
     return f"{x:,}".replace(",", "_") if isinstance(x, int) and abs(x) >= 10**6 else f"{x:g}"
 
 
+def parse_toml(data: bytes, path) -> dict:
+    """The TOML document `data` read from `path` (a UTF-8 byte-order mark at its start is
+    skipped); SceneError naming the file when it is not UTF-8, not TOML or nested too deep."""
+    try:
+        return tomllib.loads(data.decode("utf-8").removeprefix("\ufeff"))
+    except UnicodeDecodeError:
+        raise SceneError(f"{path}: not UTF-8 text; is it a TOML file?") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError(f"{path}: TOML syntax error: {exc}") from None
+    except RecursionError:
+        raise SceneError(f"{path}: arrays or tables nested too deep to read; is it a "
+                         f"TOML file?") from None
+
+
 def read_toml(path: Path, what: str) -> dict:
     """The parsed TOML file `path` (a `what`: "playlist", "camera path"); SceneError saying
     what is wrong with it."""
     try:
-        return tomllib.loads(Path(path).read_text())
+        data = read_bytes(path, SceneError, f"{what} file")
     except FileNotFoundError:
         raise SceneError(f"{path}: no such {what} file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SceneError(f"{path}: cannot read it ({exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SceneError(f"{path}: TOML syntax error: {exc}") from None
+    except OSError as exc:
+        raise SceneError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    return parse_toml(data, path)

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from galaxyview.errors import ParameterError, SnapshotError
+from galaxyview.files import check_regular
 from galaxyview.model import tipsy
 from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
@@ -71,6 +72,7 @@ def read(path, index: int | None = None) -> Snapshot:
         raise SnapshotError(f"{path}: no such file; check the path")
     if path.is_dir():
         raise SnapshotError(f"{path}: is a folder; give the path of a snapshot file")
+    check_regular(path, SnapshotError, "snapshot")
     try:
         with open(path, "rb") as f:
             head = f.read(16)
@@ -110,15 +112,15 @@ def _read_hdf5(path: Path, index: int | None) -> Snapshot:
 
     try:
         with h5py.File(path, "r") as f:
-            kind = ("galaxyview" if f.attrs.get("format") == archive.FORMAT else
-                    "gadget" if gadget.is_gadget_hdf5(f) else None)
+            kind = ("galaxyview" if archive.is_archive(f, path) else
+                    "gadget" if gadget.is_gadget_hdf5(f, path) else None)
             if kind == "gadget":
                 if index is not None:
                     raise SnapshotError(f"{path}: a snapshot index ({index}) applies to "
                                         "galaxyview archives only")
                 state, units, notes = gadget.read_hdf5(f, path)
                 return Snapshot(state, "gadget-hdf5", path, {}, units, notes=notes)
-    except OSError as exc:
+    except (OSError, RuntimeError, KeyError) as exc:  # h5py's, where no guard named the object
         raise SnapshotError(f"{path}: an HDF5 file that cannot be read (truncated or "
                             f"corrupt: {exc})") from None
     if kind is None:

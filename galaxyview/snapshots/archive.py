@@ -27,10 +27,11 @@ from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.files import check_free_space, check_output_path
 from galaxyview.model import diagnostics
 from galaxyview.model.exact import ExactState
-from galaxyview.model.finite import NonFiniteError
+from galaxyview.model.finite import NonFiniteError, non_finite
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
+from galaxyview.snapshots import hdf5
 from galaxyview.version import __version__
 
 FORMAT = "galaxyview-archive"
@@ -213,6 +214,18 @@ def save_exact(path, exact: ExactState, run: RunInfo, overwrite: bool = False) -
 
 
 # -- reading ------------------------------------------------------------------------------------
+def is_archive(f, path) -> bool:
+    """The open h5py File `f` is a galaxyview archive (its `format` attribute says so)."""
+    return _text(hdf5.attr(f, "format", path, None)) == FORMAT
+
+
+def _text(value) -> str | None:
+    """A string attribute's text (None for any other value)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
+
+
 class Archive:
     """A galaxyview archive opened for reading: len() snapshots, archive[i] an ExactState
     (read on demand; negative i from the end), `run` the RunInfo."""
@@ -227,24 +240,51 @@ class Archive:
         except OSError as exc:
             raise SnapshotError(f"{self.path}: not a readable HDF5 file (truncated or corrupt: "
                                 f"{exc})") from None
-        f = self._file
-        if f.attrs.get("format") != FORMAT:
+        try:
+            self._read_run(self._file)
+        except BaseException:
             self.close()
-            raise SnapshotError(f"{self.path}: an HDF5 file but not a galaxyview archive")
-        version = int(f.attrs.get("format_version", 0))
+            raise
+
+    def _read_run(self, f) -> None:
+        """The archive's version, snapshot names and RunInfo, every value checked."""
+        path = self.path
+        if not is_archive(f, path):
+            raise SnapshotError(f"{path}: an HDF5 file but not a galaxyview archive")
+        version = hdf5.number(f, "format_version", path, 0)
         if version > FORMAT_VERSION:
-            self.close()
-            raise SnapshotError(f"{self.path}: archive format {version} is newer than this "
+            raise SnapshotError(f"{path}: archive format {version:g} is newer than this "
                                 f"galaxyview reads ({FORMAT_VERSION}); update galaxyview")
-        self._names = sorted(f["snapshots"]) if "snapshots" in f else []
-        run = f["run"].attrs if "run" in f else {}
-        units = (UnitSystem(float(run["length_kpc"]), float(run["mass_msun"]))
-                 if "length_kpc" in run else None)
-        toml = f["run/scene_toml"][()] if "run/scene_toml" in f else None
-        self.run = RunInfo(str(run.get("name", "")), str(run.get("engine", "")),
-                           str(run.get("device", "")), str(run.get("gravity", "tree")), units,
-                           toml.decode() if isinstance(toml, bytes) else toml)
-        self.version = str(f.attrs.get("galaxyview_version", "?"))
+        snapshots = hdf5.get(f, "snapshots", path)
+        self._names = sorted(hdf5.names(snapshots, path)) if snapshots is not None else []
+        run = hdf5.get(f, "run", path)
+        units = None
+        if hdf5.attr(run, "length_kpc", path, None) is not None:
+            units = UnitSystem(hdf5.number(run, "length_kpc", path, positive=True),
+                               hdf5.number(run, "mass_msun", path, positive=True))
+        toml = None
+        if hdf5.has(run, "scene_toml", path):
+            toml = hdf5.array(run, "scene_toml", path, numeric=False, any_shape=True)
+            toml = toml.item() if isinstance(toml, np.ndarray) and toml.size == 1 else toml
+            try:
+                toml = toml.decode("utf-8") if isinstance(toml, bytes) else toml
+            except UnicodeDecodeError:
+                raise SnapshotError(f"{path}: dataset /run/scene_toml is not UTF-8 text; the "
+                                    f"file is damaged") from None
+            if not isinstance(toml, str):
+                raise SnapshotError(f"{path}: dataset /run/scene_toml holds {toml!r}, not the "
+                                    f"scene's text; the file is damaged")
+
+        def text(key, default=""):
+            value = _text(hdf5.attr(run, key, path, default) if run is not None else default)
+            if value is None:
+                raise SnapshotError(f"{path}: attribute {key!r} of /run is not text; the file "
+                                    f"is damaged")
+            return value
+
+        self.run = RunInfo(text("name"), text("engine"), text("device"), text("gravity", "tree"),
+                           units, toml)
+        self.version = _text(hdf5.attr(f, "galaxyview_version", path, "?")) or "?"
 
     def __len__(self) -> int:
         return len(self._names)
@@ -256,12 +296,12 @@ class Archive:
                                 f"holds {count}" + (f" (0..{count - 1})" if count else ""))
         name = self._names[index]
         try:
-            return _read_snapshot(self._file["snapshots"][name])
+            return _read_snapshot(self._file["snapshots"][name], self.path)
         except NonFiniteError as exc:
             raise exc.in_file(f"{self.path}: snapshot {name}") from None
         except GalaxyviewError as exc:  # a value ParticleState or Params refuses
             raise SnapshotError(f"{self.path}: snapshot {name}: {exc}") from None
-        except (KeyError, ValueError, TypeError, OSError) as exc:
+        except hdf5.ERRORS as exc:
             raise SnapshotError(f"{self.path}: snapshot {name} is incomplete or corrupt "
                                 f"({exc})") from None
 
@@ -269,7 +309,11 @@ class Archive:
         return (self[i] for i in range(len(self)))
 
     def times(self) -> np.ndarray:
-        return np.array([self._file["snapshots"][k].attrs["time"] for k in self._names])
+        try:
+            group = self._file["snapshots"]
+            return np.array([hdf5.number(group[k], "time", self.path) for k in self._names])
+        except hdf5.ERRORS as exc:
+            raise hdf5.damaged(self.path, "/snapshots", exc) from None
 
     def close(self) -> None:
         if self._file is not None:
@@ -283,21 +327,40 @@ class Archive:
         self.close()
 
 
-def _read_snapshot(g) -> ExactState:
+def _read_snapshot(g, path) -> ExactState:
     a = g.attrs
-    raw = json.loads(a["params"])
+    raw = json.loads(_text(hdf5.attr(g, "params", path)) or "null")
+    if not isinstance(raw, dict):
+        raise SnapshotError(f"attribute 'params' of {g.name} holds {raw!r}, not a JSON object "
+                            f"of parameters")
     known = {f.name for f in dataclasses.fields(Params)}
     params = Params(**{k: v for k, v in raw.items() if k in known})
-    state = ParticleState(g["pos"][()], g["vel"][()], g["mass"][()], g["component"][()],
-                          g["galaxy"][()], float(a["time"]), radius=g["radius"][()])
-    exact = g["exact"] if "exact" in g else {}
-    acc = exact["acc"][()] if "acc" in exact else g["acc"][()] if "acc" in g else None
-    pot = exact["pot"][()] if "pot" in exact else g["pot"][()] if "pot" in g else None
-    saved = {k: v[()] for k, v in g["integrator"].items()} if "integrator" in g else {}
-    if "integrator" in g:
+    n = len(hdf5.array(g, "mass", path))
+
+    def read(group, key, width=None, need=False):
+        if not hdf5.has(group, key, path):
+            if need:
+                raise SnapshotError(f"dataset {group.name}/{key} is missing")
+            return None
+        return hdf5.array(group, key, path, width=width, rows=n)
+
+    state = ParticleState(read(g, "pos", 3, True), read(g, "vel", 3, True), read(g, "mass"),
+                          read(g, "component", need=True), read(g, "galaxy", need=True),
+                          hdf5.number(g, "time", path), radius=read(g, "radius", need=True))
+    exact = hdf5.get(g, "exact", path) if hdf5.has(g, "exact", path) else None
+    wide = {k: read(exact, k, None if k == "pot" else 3) for k in ("pos", "vel", "acc", "pot")}
+    what = non_finite(**{f"exact/{k}": v for k, v in wide.items() if v is not None})
+    if what:
+        raise NonFiniteError(what)
+    acc = wide["acc"] if wide["acc"] is not None else read(g, "acc", 3)
+    pot = wide["pot"] if wide["pot"] is not None else read(g, "pot")
+    group = hdf5.get(g, "integrator", path)
+    saved = {k: hdf5.array(group, k, path, numeric=False, any_shape=True)
+             for k in hdf5.names(group, path)} if group is not None else {}
+    if group is not None:
         saved.update({k: (v.item() if isinstance(v, np.generic) else v)
-                      for k, v in g["integrator"].attrs.items()})
-    return ExactState(state, str(a.get("engine", "file")), str(a.get("gravity", "tree")),
-                      params, exact["pos"][()] if "pos" in exact else None,
-                      exact["vel"][()] if "vel" in exact else None, acc, pot,
-                      int(a.get("steps", 0)), saved)
+                      for k, v in group.attrs.items()})
+    steps = hdf5.number(g, "steps", path, 0)
+    return ExactState(state, _text(a.get("engine", "file")) or "file",
+                      _text(a.get("gravity", "tree")) or "tree", params, wide["pos"],
+                      wide["vel"], acc, pot, int(steps), saved)

@@ -18,9 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
+from galaxyview.files import read_bytes
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import KPC_KM, MYR_S, UnitSystem
+from galaxyview.snapshots import hdf5
 
 KPC_CM = KPC_KM * 1e5
 MSUN_G = 1.98892e33
@@ -86,7 +88,7 @@ class _Records:
 def read_binary(path) -> tuple[ParticleState, UnitSystem, dict]:
     """A Gadget-2/3 binary snapshot: (state in N-body units, units, notes)."""
     path = Path(path)
-    data = path.read_bytes()
+    data = read_bytes(path, SnapshotError, "snapshot")
     found = binary_order(data[:16])
     if found is None:
         raise SnapshotError(f"{path}: not a Gadget binary snapshot")
@@ -117,11 +119,12 @@ def read_binary(path) -> tuple[ParticleState, UnitSystem, dict]:
     if need:
         raw = rec.record("mass")
         count = sum(npart[k] for k in need)
-        kind = "f4" if len(raw) == 4 * count else "f8"
+        kind = "f4" if len(raw) == 4 * count else "f8" if len(raw) == 8 * count else None
+        if kind is None:
+            raise SnapshotError(f"{path}: the mass block holds {len(raw)} bytes, not a float "
+                                f"for each of the {count} particles the header gives no fixed "
+                                f"mass; the file is damaged")
         varmass = np.frombuffer(raw, found[0] + kind).astype(np.float64)
-        if len(varmass) != count:
-            raise SnapshotError(f"{path}: the mass block holds {len(varmass)} masses, the "
-                                f"header asks for {count}")
     mass, taken = [], 0
     for k in range(6):
         if npart[k] and massarr[k] == 0:
@@ -133,71 +136,80 @@ def read_binary(path) -> tuple[ParticleState, UnitSystem, dict]:
                      float(h["time"]), GADGET_DEFAULT_CGS, comoving=None)
 
 
-def _attr(group, *names, default=None):
+def _attr(group, path, *names, default=None, positive=False):
+    """The first of attributes `names` of `group` as one finite number; `default` without."""
     for name in names:
-        if group is not None and name in group.attrs:
-            value = np.ravel(group.attrs[name])
-            return value if len(value) > 1 else value[0]
+        if group is not None and hdf5.attr(group, name, path, None) is not None:
+            return hdf5.number(group, name, path, positive=positive)
     return default
 
 
-def is_gadget_hdf5(f) -> bool:
+def is_gadget_hdf5(f, path) -> bool:
     """An open h5py File in the Gadget-4 / AREPO / SWIFT layout."""
-    return "Header" in f and any(name.startswith("PartType") for name in f)
+    return (hdf5.has(f, "Header", path) and
+            any(name.startswith("PartType") for name in hdf5.names(f, path)))
 
 
 def read_hdf5(f, path) -> tuple[ParticleState, UnitSystem, dict]:
     """A Gadget-4 / AREPO / SWIFT HDF5 snapshot from the open h5py File `f`."""
     path = Path(path)
-    header = f["Header"]
-    files = int(_attr(header, "NumFilesPerSnapshot", "NumFilesPerSnapshot ", default=1))
+    header = hdf5.get(f, "Header", path)
+    files = int(_attr(header, path, "NumFilesPerSnapshot", "NumFilesPerSnapshot ", default=1))
     if files > 1:
         raise SnapshotError(f"{path}: one file of a snapshot split into {files}; galaxyview "
                             "reads single-file snapshots (or a virtual file joining them)")
-    params, units_group = f.get("Parameters"), f.get("Units")
-    swift = units_group is not None and "Unit length in cgs (U_L)" in units_group.attrs
+    params, units_group = hdf5.get(f, "Parameters", path), hdf5.get(f, "Units", path)
+    swift = (units_group is not None and
+             hdf5.attr(units_group, "Unit length in cgs (U_L)", path, None) is not None)
     if swift:
-        length = float(_attr(units_group, "Unit length in cgs (U_L)"))
-        mass_unit = float(_attr(units_group, "Unit mass in cgs (U_M)"))
-        velocity = length / float(_attr(units_group, "Unit time in cgs (U_t)"))
+        length = _attr(units_group, path, "Unit length in cgs (U_L)", positive=True)
+        mass_unit = _attr(units_group, path, "Unit mass in cgs (U_M)", positive=True)
+        time_unit = _attr(units_group, path, "Unit time in cgs (U_t)", positive=True)
+        if mass_unit is None or time_unit is None:
+            raise SnapshotError(f"{path}: /Units gives a length unit but lacks "
+                                f"'Unit mass in cgs (U_M)' or 'Unit time in cgs (U_t)'")
+        velocity = length / time_unit
     else:
         default = GADGET_DEFAULT_CGS
-        length = float(_attr(params, "UnitLength_in_cm", default=None) or
-                       _attr(header, "UnitLength_in_cm", default=default[0]))
-        mass_unit = float(_attr(params, "UnitMass_in_g", default=None) or
-                          _attr(header, "UnitMass_in_g", default=default[1]))
-        velocity = float(_attr(params, "UnitVelocity_in_cm_per_s", default=None) or
-                         _attr(header, "UnitVelocity_in_cm_per_s", default=default[2]))
-    cosmo = f.get("Cosmology")
-    comoving = bool(_attr(params, "ComovingIntegrationOn", default=0) or
-                    _attr(cosmo, "Cosmological run", default=0))
-    hubble = float(_attr(header, "HubbleParam", default=None) or
-                   _attr(params, "HubbleParam", default=1.0) or 1.0)
-    counts = np.ravel(_attr(header, "NumPart_ThisFile", default=np.zeros(6))).astype(np.int64)
-    masstable = np.ravel(_attr(header, "MassTable", default=np.zeros(len(counts))))
+        length, mass_unit, velocity = (
+            _attr(params, path, key, default=None, positive=True) or
+            _attr(header, path, key, default=fallback, positive=True)
+            for key, fallback in zip(("UnitLength_in_cm", "UnitMass_in_g",
+                                      "UnitVelocity_in_cm_per_s"), default))
+    cosmo = hdf5.get(f, "Cosmology", path)
+    comoving = bool(_attr(params, path, "ComovingIntegrationOn", default=0) or
+                    _attr(cosmo, path, "Cosmological run", default=0))
+    hubble = (_attr(header, path, "HubbleParam", default=None, positive=True) or
+              _attr(params, path, "HubbleParam", default=1.0, positive=True))
+    counts = hdf5.counts(header, "NumPart_ThisFile", path, np.zeros(6, np.int64))
+    masstable = np.ravel(hdf5.attr(header, "MassTable", path, np.zeros(len(counts))))
+    if masstable.dtype.kind not in "biuf" or not (np.isfinite(masstable) & (masstable >= 0)).all():
+        raise SnapshotError(f"{path}: attribute 'MassTable' of /Header = {masstable.tolist()}: "
+                            f"must be masses >= 0; the file is damaged")
     npart, pos, vel, mass = [], [], [], []
     for k in range(len(counts)):
-        group = f.get(f"PartType{k}")
+        group = hdf5.get(f, f"PartType{k}", path)
         if not counts[k]:
             npart.append(0)
             continue
-        if group is None or "Coordinates" not in group or "Velocities" not in group:
+        if (group is None or not hdf5.has(group, "Coordinates", path) or
+                not hdf5.has(group, "Velocities", path)):
             raise SnapshotError(f"{path}: PartType{k} lacks Coordinates or Velocities although "
                                 f"the header counts {counts[k]} particles of that type")
-        x, v = group["Coordinates"][()], group["Velocities"][()]
-        m = (group["Masses"][()] if "Masses" in group else
-             np.full(len(x), masstable[k] if k < len(masstable) else 0.0))
-        if not (len(x) == len(v) == len(m) == counts[k]):
-            raise SnapshotError(f"{path}: PartType{k} holds {len(x)} coordinates, {len(v)} "
-                                f"velocities, {len(m)} masses; the header counts {counts[k]}")
-        npart.append(int(counts[k]))
+        n = int(counts[k])
+        x = hdf5.array(group, "Coordinates", path, width=3, rows=n)
+        v = hdf5.array(group, "Velocities", path, width=3, rows=n)
+        m = (hdf5.array(group, "Masses", path, rows=n) if hdf5.has(group, "Masses", path) else
+             np.full(n, masstable[k] if k < len(masstable) else 0.0))
+        npart.append(n)
         pos.append(x)
         vel.append(v)
         mass.append(m)
     if not sum(npart):
         raise SnapshotError(f"{path}: the snapshot holds no particles")
-    a = float(_attr(header, "Time", "Scale-factor", default=1.0)) if comoving else None
-    time = 0.0 if comoving else float(_attr(header, "Time", default=0.0))
+    a = (_attr(header, path, "Time", "Scale-factor", default=1.0, positive=True) if comoving
+         else None)
+    time = 0.0 if comoving else _attr(header, path, "Time", default=0.0)
     return _to_state(path, npart, np.concatenate(pos), np.concatenate(vel),
                      np.concatenate(mass).astype(np.float64), time,
                      (length, mass_unit, velocity), comoving=(a, 1.0 if swift else hubble,
