@@ -106,10 +106,11 @@ def test_pynbody_sees_our_arrays_not_metallicities(tmp_path):
     assert np.allclose(s["pos"].in_units("kpc"), state.pos[order], rtol=1e-6)
 
 
-def gadget_binary(path, npart, pos, vel, ids, masses, massarr, time, fmt=1, order="<"):
+def gadget_binary(path, npart, pos, vel, ids, masses, massarr, time, fmt=1, order="<",
+                  redshift=0.0, hubble=1.0):
     """A Gadget-2 snapshot written with struct, as Gadget's io.c lays it out."""
-    header = struct.pack(order + "6i6d2d2i6I2i4d", *npart, *massarr, time, 0.0, 0, 0, *npart,
-                         0, 1, 0.0, 0.0, 0.0, 1.0)
+    header = struct.pack(order + "6i6d2d2i6I2i4d", *npart, *massarr, time, redshift, 0, 0,
+                         *npart, 0, 1, 0.0, 0.3, 0.7, hubble)
     header += b"\0" * (256 - len(header))
     out = b""
     for label, payload in (("HEAD", header), ("POS ", pos.astype(order + "f4").tobytes()),
@@ -147,6 +148,64 @@ def test_gadget_binary(tmp_path, fmt, order):
     assert np.allclose(s.vel * u.velocity_kms, vel, rtol=1e-5)  # km/s -> N-body and back
     # 0.5 Gadget time units (kpc / (km/s) = 977.8 Myr)
     assert s.time * u.time_myr == pytest.approx(0.5 * KPC_CM / 1e5 / 3.15576e13, rel=1e-3)
+
+
+def cosmological_hdf5(path, time, redshift, comoving=1, units=False):
+    """A Gadget-4 snapshot of a comoving run (h = 0.7), perhaps without unit attributes."""
+    rng = np.random.default_rng(4)
+    pos, vel, mass = rng.normal(size=(6, 3)) * 100, rng.normal(size=(6, 3)) * 50, np.full(6, 0.2)
+    with h5py.File(path, "w") as f:
+        h = f.create_group("Header")
+        h.attrs["NumPart_ThisFile"] = np.array([0, 6, 0, 0, 0, 0], np.int32)
+        h.attrs["MassTable"] = np.zeros(6)
+        h.attrs["Time"], h.attrs["Redshift"], h.attrs["HubbleParam"] = time, redshift, 0.7
+        p = f.create_group("Parameters")
+        p.attrs["ComovingIntegrationOn"] = comoving
+        if units:
+            p.attrs["UnitLength_in_cm"], p.attrs["UnitMass_in_g"] = KPC_CM, 1e10 * MSUN_G
+            p.attrs["UnitVelocity_in_cm_per_s"] = 1e5
+        g = f.create_group("PartType1")
+        g["Coordinates"], g["Velocities"], g["Masses"] = pos, vel, mass
+    return path, pos, vel, mass
+
+
+def test_cosmological_gadget_read_in_physical_units_with_a_warning(tmp_path, caplog):
+    """z = 1 (a = 0.5), h = 0.7: x a / h, m / h, v sqrt(a), said in a warning; an HDF5 file
+    without unit attributes says which units it assumes."""
+    rng = np.random.default_rng(5)
+    pos, vel = rng.normal(size=(4, 3)) * 100, rng.normal(size=(4, 3)) * 50
+    path = gadget_binary(tmp_path / "snap_010", [0, 4, 0, 0, 0, 0], pos, vel, np.arange(4),
+                         np.zeros(0), [0, 0.2, 0, 0, 0, 0], 0.5, redshift=1.0, hubble=0.7)
+    hdf5, pos5, vel5, mass5 = cosmological_hdf5(tmp_path / "snap_010.hdf5", 0.5, 1.0)
+    for file, x, v, m in ((path, pos, vel, np.full(4, 0.2)), (hdf5, pos5, vel5, mass5)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="galaxyview"):
+            snap = read(file)
+        s, u = snap.state, snap.units
+        assert np.allclose(s.pos * u.length_kpc, x * 0.5 / 0.7, rtol=1e-6)
+        assert np.allclose(s.mass * u.mass_msun, m / 0.7 * 1e10, rtol=1e-5)
+        assert np.allclose(s.vel * u.velocity_kms, v * np.sqrt(0.5), rtol=1e-5)
+        text = caplog.text
+        assert "cosmological" in text and "a = 0.5" in text and "h = 0.7" in text
+        assert "x a / h" in text and "sqrt(a)" in text
+        assert "default units assumed: lengths in kpc/h, masses in 1e10 Msun/h" in text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="galaxyview"):
+        read(cosmological_hdf5(tmp_path / "units.hdf5", 0.5, 1.0, units=True)[0])
+    assert "cosmological" in caplog.text and "default units" not in caplog.text
+
+
+@pytest.mark.parametrize("time, redshift, comoving, names", [
+    (0.9, 1.0, 1, ["Time = 0.9", "Redshift = 1"]),  # a is not 1/(1 + z)
+    (0.5, 1.0, 0, ["ComovingIntegrationOn = 0", "Redshift = 1"]),
+    (2.0, 0.0, 1, ["Time", "ComovingIntegrationOn"]),  # a beyond 1
+])
+def test_contradictory_cosmology_is_refused_naming_the_fields(tmp_path, time, redshift,
+                                                             comoving, names):
+    path = cosmological_hdf5(tmp_path / "snap.hdf5", time, redshift, comoving, units=True)[0]
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    assert str(path) in str(info.value) and all(name in str(info.value) for name in names)
 
 
 def test_gadget_binary_truncated(tmp_path):

@@ -6,12 +6,16 @@ Particle types map to components as for isolated galaxies (GalIC, MakeNewDisk): 
 as collisionless STAR: galaxyview has no hydrodynamics), 1 HALO, 2 DISK, 3 BULGE, 4 STAR,
 5 BLACK_HOLE, 6 (SWIFT's neutrinos) HALO. The file's length and mass units become the
 run's unit system (G = 1), so velocities and the time are converted into it; binary files carry
-no units: Gadget's defaults (1 kpc, 1e10 Msun, 1 km/s) are assumed. Comoving runs are read at
-their scale factor: positions a x / h, velocities sqrt(a) v (Gadget) and masses m / h.
-Only single-file snapshots are read.
+no units: Gadget's defaults (1 kpc/h, 1e10 Msun/h, 1 km/s) are assumed, with a warning (an HDF5
+file without unit attributes too). Cosmological runs (ComovingIntegrationOn, SWIFT's
+"Cosmological run", or, where the file has no such flag, Redshift > 0) are read at their
+scale factor a = Time in physical units: positions a x / h, velocities sqrt(a) v (Gadget's
+internal velocities) and masses m / h, with a warning saying so; a header whose flag, Time,
+Redshift or HubbleParam disagree is refused, naming them. Only single-file snapshots are read.
 """
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -27,6 +31,9 @@ MSUN_G = 1.98892e33
 TYPE_COMPONENT = (Component.STAR, Component.HALO, Component.DISK, Component.BULGE,
                   Component.STAR, Component.BLACK_HOLE, Component.HALO)
 GADGET_DEFAULT_CGS = (KPC_CM, 1e10 * MSUN_G, 1e5)  # length, mass, velocity: kpc, 1e10 Msun, km/s
+A_TOLERANCE = 1e-3  # |a (1 + z) - 1| beyond this: Time and Redshift disagree
+
+log = logging.getLogger(__name__)
 
 _HEADER = [("npart", "i4", 6), ("massarr", "f8", 6), ("time", "f8", 1), ("redshift", "f8", 1),
            ("flag_sfr", "i4", 1), ("flag_feedback", "i4", 1), ("npart_total", "u4", 6),
@@ -129,8 +136,58 @@ def read_binary(path) -> tuple[ParticleState, UnitSystem, dict]:
             taken += npart[k]
         else:
             mass.append(np.full(npart[k], massarr[k]))
+    _default_units(path, "a Gadget binary file carries no units")
+    time, z, hubble = float(h["time"]), float(h["redshift"]), float(h["hubble"])
+    cosmo = cosmology(path, None, time, z, hubble)
     return _to_state(path, npart, blocks["pos"], blocks["vel"], np.concatenate(mass),
-                     float(h["time"]), GADGET_DEFAULT_CGS, comoving=None)
+                     0.0 if cosmo else time, GADGET_DEFAULT_CGS,
+                     comoving=(*cosmo, False) if cosmo else None)
+
+
+def cosmology(path, flag: bool | None, a: float, z: float | None, h: float | None,
+              swift: bool = False) -> tuple[float, float] | None:
+    """(a, h) to turn a cosmological snapshot's comoving values into physical ones, None for
+    an isolated run. flag: the file's ComovingIntegrationOn (SWIFT's "Cosmological run"), None
+    where it has none: then Redshift > 0 decides. A warning says what is applied;
+    SnapshotError names the header fields that disagree."""
+    given, z = z is not None, 0.0 if z is None else z
+    cosmological = flag if flag is not None else z > 0
+    if not cosmological:
+        if z > 0:
+            raise SnapshotError(f"{path}: ComovingIntegrationOn = 0 but Redshift = {z:g} > 0: "
+                                f"the header contradicts itself, so galaxyview cannot tell "
+                                f"comoving from physical values; correct ComovingIntegrationOn "
+                                f"or Redshift")
+        if flag is None and h is not None and h not in (0.0, 1.0):
+            log.warning("%s: HubbleParam = %g but Redshift = 0 and no ComovingIntegrationOn "
+                        "flag: read as an isolated (non-cosmological) run, without the a and h "
+                        "scalings", path, h)
+        return None
+    if not 0 < a <= 1 + A_TOLERANCE:
+        raise SnapshotError(f"{path}: a cosmological snapshot whose Time (the scale factor a) "
+                            f"is {a:g}, not in (0, 1]; check ComovingIntegrationOn and Time")
+    if given and abs(a * (1 + z) - 1) > A_TOLERANCE:
+        raise SnapshotError(f"{path}: Time = {a:g} is not the scale factor 1/(1 + z) = "
+                            f"{1 / (1 + z):g} of Redshift = {z:g}; galaxyview cannot tell "
+                            f"which holds (check ComovingIntegrationOn, Time and Redshift)")
+    h = 1.0 if swift else h
+    if h is None or not h > 0:
+        raise SnapshotError(f"{path}: a cosmological snapshot (a = {a:g}) with HubbleParam = "
+                            f"{h}: the h scaling needs HubbleParam > 0")
+    if swift:
+        log.warning("%s: a cosmological SWIFT snapshot (a = %g, z = %g): positions read in "
+                    "physical units (x a)", path, a, z)
+    else:
+        log.warning("%s: a cosmological Gadget snapshot (a = %g, z = %g, h = %g): read in "
+                    "physical units: positions x a / h, masses / h, velocities x sqrt(a) "
+                    "(Gadget's internal velocities)", path, a, z, h)
+    return a, h
+
+
+def _default_units(path, why: str) -> None:
+    log.warning("%s: %s: Gadget's default units assumed: lengths in kpc/h, masses in "
+                "1e10 Msun/h, velocities in km/s (h applied only to a cosmological run)",
+                path, why)
 
 
 def _attr(group, *names, default=None):
@@ -161,18 +218,15 @@ def read_hdf5(f, path) -> tuple[ParticleState, UnitSystem, dict]:
         mass_unit = float(_attr(units_group, "Unit mass in cgs (U_M)"))
         velocity = length / float(_attr(units_group, "Unit time in cgs (U_t)"))
     else:
-        default = GADGET_DEFAULT_CGS
-        length = float(_attr(params, "UnitLength_in_cm", default=None) or
-                       _attr(header, "UnitLength_in_cm", default=default[0]))
-        mass_unit = float(_attr(params, "UnitMass_in_g", default=None) or
-                          _attr(header, "UnitMass_in_g", default=default[1]))
-        velocity = float(_attr(params, "UnitVelocity_in_cm_per_s", default=None) or
-                         _attr(header, "UnitVelocity_in_cm_per_s", default=default[2]))
-    cosmo = f.get("Cosmology")
-    comoving = bool(_attr(params, "ComovingIntegrationOn", default=0) or
-                    _attr(cosmo, "Cosmological run", default=0))
-    hubble = float(_attr(header, "HubbleParam", default=None) or
-                   _attr(params, "HubbleParam", default=1.0) or 1.0)
+        length, mass_unit, velocity = _hdf5_units(f, path, params, header)
+    flag = _attr(params, "ComovingIntegrationOn",
+                 default=_attr(f.get("Cosmology"), "Cosmological run", default=None))
+    hubble = _attr(header, "HubbleParam", default=_attr(params, "HubbleParam", default=None))
+    redshift = _attr(header, "Redshift", default=None)
+    a = float(_attr(header, "Scale-factor", "Time", default=1.0))  # SWIFT's Time: cosmic time
+    cosmo = cosmology(path, None if flag is None else bool(flag), a,
+                      None if redshift is None else float(redshift),
+                      None if hubble is None else float(hubble), swift)
     counts = np.ravel(_attr(header, "NumPart_ThisFile", default=np.zeros(6))).astype(np.int64)
     masstable = np.ravel(_attr(header, "MassTable", default=np.zeros(len(counts))))
     npart, pos, vel, mass = [], [], [], []
@@ -196,12 +250,31 @@ def read_hdf5(f, path) -> tuple[ParticleState, UnitSystem, dict]:
         mass.append(m)
     if not sum(npart):
         raise SnapshotError(f"{path}: the snapshot holds no particles")
-    a = float(_attr(header, "Time", "Scale-factor", default=1.0)) if comoving else None
-    time = 0.0 if comoving else float(_attr(header, "Time", default=0.0))
+    time = 0.0 if cosmo else float(_attr(header, "Time", default=0.0))
     return _to_state(path, npart, np.concatenate(pos), np.concatenate(vel),
                      np.concatenate(mass).astype(np.float64), time,
-                     (length, mass_unit, velocity), comoving=(a, 1.0 if swift else hubble,
-                                                              swift) if comoving else None)
+                     (length, mass_unit, velocity), comoving=(*cosmo, swift) if cosmo else None)
+
+
+_UNIT_KEYS = ("UnitLength_in_cm", "UnitMass_in_g", "UnitVelocity_in_cm_per_s")
+_UNIT_DATASETS = ("Coordinates", "Masses", "Velocities")  # whose to_cgs give the same units
+
+
+def _hdf5_units(f, path, params, header) -> tuple[float, float, float]:
+    """Length, mass and velocity units in cgs: /Parameters' or /Header's Unit*_in_* (Gadget-4,
+    AREPO), else the datasets' to_cgs attributes (Gadget-4), else Gadget's defaults (with a
+    warning)."""
+    units = [_attr(params, key, default=None) or _attr(header, key, default=None)
+             for key in _UNIT_KEYS]
+    for k, name in enumerate(_UNIT_DATASETS):
+        if units[k] is None:
+            units[k] = next((_attr(f[group][name], "to_cgs") for group in sorted(f)
+                             if group.startswith("PartType") and name in f[group]
+                             and "to_cgs" in f[group][name].attrs), None)
+    if all(u is None for u in units):
+        _default_units(path, "no unit attributes (UnitLength_in_cm, UnitMass_in_g, "
+                             "UnitVelocity_in_cm_per_s in /Parameters or /Header, or to_cgs)")
+    return tuple(float(GADGET_DEFAULT_CGS[k] if u is None else u) for k, u in enumerate(units))
 
 
 def _to_state(path, npart, pos, vel, mass, time, cgs, comoving):
