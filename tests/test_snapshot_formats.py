@@ -52,6 +52,52 @@ def test_native_round_trip_is_exact(tmp_path):
         assert np.array_equal(f["snapshots/000000/ids"][()], np.arange(state.n))
 
 
+SWIFT_KEYS = ("U_L exponent", "U_M exponent", "U_t exponent", "h-scale exponent",
+              "a-scale exponent", "Description")
+GADGET4_KEYS = ("a_scaling", "h_scaling", "length_scaling", "mass_scaling", "velocity_scaling")
+CGS = "Conversion factor to CGS (not including cosmological corrections)"
+
+
+def test_galaxyview_hdf5_carries_units_and_codes(tmp_path):
+    """Every dataset's units as SWIFT and Gadget-4 write them, /Units, the component codes
+    and galaxy names: the numbers times the factors are the cgs values; N-body runs have the
+    exponents but no factors. Reading is unchanged (the attributes are only added)."""
+    state = mixed_state()
+    state.meta["galaxies"] = ["Milky Way", "M31", "M33"]
+    exact = ExactState(state, "cpu", "tree", Params(), state.pos.astype(np.float64),
+                       state.vel.astype(np.float64), np.ones((state.n, 3)), -np.ones(state.n))
+    units = UnitSystem(2.0, 3e10)
+    path = archive.save_exact(tmp_path / "u.h5", exact, archive.RunInfo("m", units=units))
+    v_cms = units.velocity_kms * 1e5
+    expect = {"pos": 2 * KPC_CM, "vel": v_cms, "mass": 3e10 * MSUN_G, "radius": 2 * KPC_CM,
+              "acc": v_cms ** 2 / (2 * KPC_CM), "pot": v_cms ** 2, "component": 1.0,
+              "ids": 1.0, "exact/pos": 2 * KPC_CM, "exact/acc": v_cms ** 2 / (2 * KPC_CM)}
+    with h5py.File(path) as f:
+        assert f["Units"].attrs["UnitLength_in_cm"] == pytest.approx(2 * KPC_CM)
+        assert f["Units"].attrs["Unit mass in cgs (U_M)"] == pytest.approx(3e10 * MSUN_G)
+        assert f["Units"].attrs["UnitVelocity_in_cm_per_s"] == pytest.approx(v_cms)
+        g = f["snapshots/000000"]
+        for name, factor in expect.items():
+            attrs = g[name].attrs
+            assert all(k in attrs for k in SWIFT_KEYS + GADGET4_KEYS), name
+            assert attrs[CGS] == pytest.approx(factor, rel=1e-12), name
+            assert attrs["to_cgs"] == attrs[CGS], name
+        assert (g["vel"].attrs["length_scaling"], g["vel"].attrs["velocity_scaling"]) == (0, 1)
+        assert (g["acc"].attrs["length_scaling"], g["acc"].attrs["velocity_scaling"]) == (-1, 2)
+        names = [w.decode() for w in g["component"].attrs["names"]]
+        assert [names[c] for c in Component] == [c.label for c in Component]
+        assert [w.decode() for w in g["galaxy"].attrs["names"]] == state.meta["galaxies"]
+    back = read(path)
+    assert back.state.meta["galaxies"] == state.meta["galaxies"]
+    assert np.array_equal(back.exact.pos, exact.pos) and np.array_equal(back.state.vel, state.vel)
+
+    plain = archive.save_exact(tmp_path / "n.h5", exact, archive.RunInfo("m"))
+    with h5py.File(plain) as f:
+        attrs = f["snapshots/000000/pos"].attrs
+        assert attrs["U_L exponent"] == 1 and CGS not in attrs and "to_cgs" not in attrs
+        assert "UnitLength_in_cm" not in f["Units"].attrs
+
+
 def test_archive_refuses_overwrite_and_names_missing_index(tmp_path):
     state = mixed_state(5)
     path = archive.save_exact(tmp_path / "a.h5", ExactState.of_state(state), archive.RunInfo())
