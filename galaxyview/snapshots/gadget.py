@@ -25,6 +25,7 @@ from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import KPC_KM, MSUN_G, MYR_S, UnitSystem
+from galaxyview.snapshots import hdf5_units
 
 KPC_CM = KPC_KM * 1e5
 TYPE_COMPONENT = (Component.STAR, Component.HALO, Component.DISK, Component.BULGE,
@@ -228,7 +229,7 @@ def read_hdf5(f, path) -> tuple[ParticleState, UnitSystem, dict]:
                       None if hubble is None else float(hubble), swift)
     counts = np.ravel(_attr(header, "NumPart_ThisFile", default=np.zeros(6))).astype(np.int64)
     masstable = np.ravel(_attr(header, "MassTable", default=np.zeros(len(counts))))
-    npart, pos, vel, mass = [], [], [], []
+    npart, pos, vel, mass, groups = [], [], [], [], []
     for k in range(len(counts)):
         group = f.get(f"PartType{k}")
         if not counts[k]:
@@ -247,12 +248,61 @@ def read_hdf5(f, path) -> tuple[ParticleState, UnitSystem, dict]:
         pos.append(x)
         vel.append(v)
         mass.append(m)
+        groups.append(group)
     if not sum(npart):
         raise SnapshotError(f"{path}: the snapshot holds no particles")
     time = 0.0 if cosmo else float(_attr(header, "Time", default=0.0))
-    return _to_state(path, npart, np.concatenate(pos), np.concatenate(vel),
-                     np.concatenate(mass).astype(np.float64), time,
-                     (length, mass_unit, velocity), comoving=(*cosmo, swift) if cosmo else None)
+    own = _export_units(f)
+    state, units, notes = _to_state(path, npart, np.concatenate(pos), np.concatenate(vel),
+                                    np.concatenate(mass).astype(np.float64), time,
+                                    (length, mass_unit, velocity),
+                                    comoving=(*cosmo, swift) if cosmo else None, units=own)
+    return _own_tags(path, f, groups, state, own), units, notes
+
+
+def _export_units(f) -> UnitSystem | None:
+    """The run's unit system of a galaxyview export (snapshots/export.py), else None."""
+    a = f.attrs
+    if "galaxyview_length_kpc" not in a or "galaxyview_mass_msun" not in a:
+        return None
+    length, mass = float(a["galaxyview_length_kpc"]), float(a["galaxyview_mass_msun"])
+    return UnitSystem(length, mass) if length > 0 and mass > 0 else None
+
+
+_TAGS = (("GalaxyviewComponent", "component"), ("GalaxyviewGalaxy", "galaxy"),
+         ("GalaxyviewRadius", "radius"))
+
+
+def _own_tags(path, f, groups, state: ParticleState, own: UnitSystem | None) -> ParticleState:
+    """A galaxyview export (snapshots/export.py): its component, galaxy and radius tags, its
+    N-body time, and the particles in their order (ParticleIDs, the index in the state)."""
+    if not all("GalaxyviewComponent" in g for g in groups):
+        return state
+    for name, key in _TAGS:
+        if all(name in g for g in groups):
+            values = np.concatenate([g[name][()] for g in groups])
+            if len(values) != state.n:
+                raise SnapshotError(f"{path}: {name} holds {len(values)} values for "
+                                    f"{state.n} particles")
+            if key == "radius":  # kpc in the file
+                values = values / (own.length_kpc if own else 1.0)
+            setattr(state, key, values)
+    if own is not None and "galaxyview_time" in f.attrs:
+        state.time = float(f.attrs["galaxyview_time"])
+    names = groups[0]["GalaxyviewGalaxy"].attrs.get("names") \
+        if "GalaxyviewGalaxy" in groups[0] else None
+    meta = {"galaxies": hdf5_units.read_names(names)} if names is not None else {}
+    try:
+        state = ParticleState(state.pos, state.vel, state.mass, state.component, state.galaxy,
+                              state.time, meta, state.radius)
+    except GalaxyviewError as exc:
+        raise SnapshotError(f"{path}: galaxyview's tags: {exc}") from None
+    ids = (np.concatenate([g["ParticleIDs"][()] for g in groups])
+           if all("ParticleIDs" in g for g in groups) else None)
+    if ids is not None and len(ids) == state.n and np.array_equal(np.sort(ids),
+                                                                  np.arange(state.n)):
+        state = state.take(np.argsort(ids, kind="stable"))
+    return state
 
 
 _UNIT_KEYS = ("UnitLength_in_cm", "UnitMass_in_g", "UnitVelocity_in_cm_per_s")
@@ -276,10 +326,12 @@ def _hdf5_units(f, path, params, header) -> tuple[float, float, float]:
     return tuple(float(GADGET_DEFAULT_CGS[k] if u is None else u) for k, u in enumerate(units))
 
 
-def _to_state(path, npart, pos, vel, mass, time, cgs, comoving):
-    """N-body units from the file's: its length and mass units are the run's (G = 1)."""
+def _to_state(path, npart, pos, vel, mass, time, cgs, comoving, units=None):
+    """N-body units of `units`, by default the file's: its length and mass units become the
+    run's (G = 1)."""
     length_cm, mass_g, velocity_cms = cgs
-    units = UnitSystem(length_kpc=length_cm / KPC_CM, mass_msun=mass_g / MSUN_G)
+    file_units = UnitSystem(length_kpc=length_cm / KPC_CM, mass_msun=mass_g / MSUN_G)
+    units = units or file_units
     pos, vel = np.asarray(pos, np.float64), np.asarray(vel, np.float64)
     notes = {"gadget_types": npart}
     if comoving is not None:
@@ -287,6 +339,9 @@ def _to_state(path, npart, pos, vel, mass, time, cgs, comoving):
         pos, mass = pos * a / h, mass / h
         vel = vel if swift else vel * math.sqrt(a)
         notes["scale_factor"] = a
+    if units is not file_units:
+        pos = pos * (file_units.length_kpc / units.length_kpc)
+        mass = mass * (file_units.mass_msun / units.mass_msun)
     vel = vel * (velocity_cms / 1e5) / units.velocity_kms
     time_s = time * length_cm / velocity_cms
     component = np.concatenate([np.full(k, TYPE_COMPONENT[min(t, 6)], np.uint8)
