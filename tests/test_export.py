@@ -121,3 +121,20 @@ def test_run_out_format_gadget4(tmp_path, capsys):
                  "--out", str(tmp_path / "p.hdf5"), "--format", "gadget4"])
     assert code != 0 and "no physical unit system" in capsys.readouterr().err
     assert not (tmp_path / "p.hdf5").exists()
+
+
+def test_api_save_format(tmp_path):
+    import galaxyview as gv
+    from galaxyview.errors import ParameterError
+
+    scene = tmp_path / "scene.toml"
+    scene.write_text(SCENE)
+    with gv.open(str(scene), backend="reference") as sim:
+        sim.step(1)
+        path = sim.save(tmp_path / "x.hdf5", format="gadget4")
+        back = read(path).state
+        assert np.array_equal(back.pos, sim.positions) and back.n == 200
+        with pytest.raises(ParameterError, match="format must be one of"):
+            sim.save(tmp_path / "y.hdf5", format="gadget2")
+        with pytest.raises(SnapshotError, match="ending in .hdf5"):
+            sim.save(tmp_path / "y.tipsy", format="gadget4")
