@@ -91,6 +91,14 @@ def test_galaxyview_hdf5_carries_units_and_codes(tmp_path):
     assert back.state.meta["galaxies"] == state.meta["galaxies"]
     assert np.array_equal(back.exact.pos, exact.pos) and np.array_equal(back.state.vel, state.vel)
 
+    with h5py.File(path, "a") as f:  # a file of the layout before units: read the same
+        del f["Units"]
+        f.visititems(lambda _, item: [item.attrs.__delitem__(k) for k in list(item.attrs)
+                                      if k in SWIFT_KEYS + GADGET4_KEYS + (CGS, "names")])
+    old = read(path)
+    assert np.array_equal(old.exact.pos, exact.pos) and np.array_equal(old.state.vel, state.vel)
+    assert old.units == units and "galaxies" not in old.state.meta
+
     plain = archive.save_exact(tmp_path / "n.h5", exact, archive.RunInfo("m"))
     with h5py.File(plain) as f:
         attrs = f["snapshots/000000/pos"].attrs
@@ -234,7 +242,7 @@ def test_cosmological_gadget_read_in_physical_units_with_a_warning(tmp_path, cap
         text = caplog.text
         assert "cosmological" in text and "a = 0.5" in text and "h = 0.7" in text
         assert "x a / h" in text and "sqrt(a)" in text
-        assert "default units assumed: lengths in kpc/h, masses in 1e10 Msun/h" in text
+        assert "default units assumed for it: lengths in kpc/h, masses in 1e10 Msun/h" in text
     caplog.clear()
     with caplog.at_level("WARNING", logger="galaxyview"):
         read(cosmological_hdf5(tmp_path / "units.hdf5", 0.5, 1.0, units=True)[0])

@@ -26,7 +26,7 @@ import numpy as np
 from galaxyview.errors import SnapshotError
 from galaxyview.files import check_output_path
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.units import KPC_KM, MSUN_G, MYR_S, UnitSystem
+from galaxyview.model.units import KPC_CM, MYR_S, UnitSystem
 from galaxyview.snapshots import hdf5_units
 from galaxyview.version import __version__
 
@@ -37,8 +37,7 @@ TYPE_OF = {Component.HALO: 1, Component.DISK: 2, Component.BULGE: 3, Component.S
            Component.SATELLITE: 4, Component.BLACK_HOLE: 5}
 TAGS = {"GalaxyviewComponent": ("component", np.uint8), "GalaxyviewGalaxy": ("galaxy", np.int16),
         "GalaxyviewRadius": ("radius", np.float64)}
-KPC_CM = KPC_KM * 1e5
-GADGET_UNITS = (KPC_CM, 1e10 * MSUN_G, 1e5)  # cm, g, cm/s: kpc, 1e10 Msun, km/s
+GADGET_UNITS = hdf5_units.GADGET_CGS  # cm, g, cm/s: kpc, 1e10 Msun, km/s
 _DATASETS = (("Coordinates", "pos"), ("Velocities", "vel"), ("Masses", "mass"),
              ("ParticleIDs", "ids"))
 

@@ -24,13 +24,12 @@ import numpy as np
 from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.units import KPC_KM, MSUN_G, MYR_S, UnitSystem
+from galaxyview.model.units import KPC_CM, MSUN_G, MYR_S, UnitSystem
 from galaxyview.snapshots import hdf5_units
 
-KPC_CM = KPC_KM * 1e5
 TYPE_COMPONENT = (Component.STAR, Component.HALO, Component.DISK, Component.BULGE,
                   Component.STAR, Component.BLACK_HOLE, Component.HALO)
-GADGET_DEFAULT_CGS = (KPC_CM, 1e10 * MSUN_G, 1e5)  # length, mass, velocity: kpc, 1e10 Msun, km/s
+GADGET_DEFAULT_CGS = hdf5_units.GADGET_CGS  # length, mass, velocity: kpc, 1e10 Msun, km/s
 A_TOLERANCE = 1e-3  # |a (1 + z) - 1| beyond this: Time and Redshift disagree
 
 log = logging.getLogger(__name__)
@@ -185,8 +184,8 @@ def cosmology(path, flag: bool | None, a: float, z: float | None, h: float | Non
 
 
 def _default_units(path, why: str) -> None:
-    log.warning("%s: %s: Gadget's default units assumed: lengths in kpc/h, masses in "
-                "1e10 Msun/h, velocities in km/s (h applied only to a cosmological run)",
+    log.warning("%s: %s: Gadget's default units assumed for it: lengths in kpc/h, masses "
+                "in 1e10 Msun/h, velocities in km/s (h applied only to a cosmological run)",
                 path, why)
 
 
@@ -320,9 +319,10 @@ def _hdf5_units(f, path, params, header) -> tuple[float, float, float]:
             units[k] = next((_attr(f[group][name], "to_cgs") for group in sorted(f)
                              if group.startswith("PartType") and name in f[group]
                              and "to_cgs" in f[group][name].attrs), None)
-    if all(u is None for u in units):
-        _default_units(path, "no unit attributes (UnitLength_in_cm, UnitMass_in_g, "
-                             "UnitVelocity_in_cm_per_s in /Parameters or /Header, or to_cgs)")
+    missing = [key for key, u in zip(_UNIT_KEYS, units) if u is None]
+    if missing:
+        _default_units(path, f"no {', '.join(missing)} (in /Parameters or /Header, or to_cgs "
+                             f"on the datasets)")
     return tuple(float(GADGET_DEFAULT_CGS[k] if u is None else u) for k, u in enumerate(units))
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from galaxyview.model.state import Component
-from galaxyview.model.units import G_SI, KPC_KM, MSUN_G, UnitSystem
+from galaxyview.model.units import G_SI, KPC_CM, MSUN_G, UnitSystem
 
-KPC_CM = KPC_KM * 1e5
+GADGET_CGS = (KPC_CM, 1e10 * MSUN_G, 1e5)  # Gadget's default units: kpc, 1e10 Msun, km/s
 # (U_L, U_M, U_t) exponents and a description of galaxyview's particle arrays
 FIELDS = {
     "pos": ((1, 0, 0), "Positions of the particles"),
