@@ -82,8 +82,11 @@ class FileGalaxy:
         if not mass.sum() > 0:
             raise ParameterError(f"{self.path}: the galaxy's particles have no mass")
         x, v = (centre_of_mass if self.centre == "mass" else densest_centre)(pos, vel, mass)
-        return ParticleState(pos - x, vel - v, mass, state.component, None,
-                             radius=state.radius * length)
+        try:
+            return ParticleState(pos - x, vel - v, mass, state.component, None,
+                                 radius=state.radius * length)
+        except GalaxyviewError as exc:  # (values beyond float32 in the scene's units)
+            raise ParameterError(f"{self.path}: in the scene's units: {exc}") from None
 
     @property
     def n(self) -> int:
