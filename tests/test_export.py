@@ -66,6 +66,7 @@ def test_pynbody_loads_the_export_in_physical_units(exported):
                                                     Component.BULGE]).sum()
 
 
+@pytest.mark.slow  # (importing yt and indexing the file: 5-8 s on 2 cores)
 def test_yt_loads_the_export_in_kpc_and_msun(exported):
     yt = pytest.importorskip("yt")
     state, path = exported
