@@ -30,7 +30,7 @@ from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
-from galaxyview.snapshots import Snapshot, archive, open_source, params_of
+from galaxyview.snapshots import Snapshot, archive, export, open_source, params_of
 
 INITIAL_SAMPLE = 1 << 18  # particles of an initial state made in parts kept on this host
 PROGRESS_FROM = 1 << 20  # scenes of this many particles or more show their making (CLI, window)
@@ -62,17 +62,28 @@ def api_errors():
         raise
 
 
-def save_kind(path) -> str:
-    """"archive" (.h5, .hdf5: a galaxyview snapshot) or "tipsy" (.tipsy, .std, .bin) for
-    `Simulation.save`; SnapshotError for any other name (checked before a run, not after)."""
+SAVE_FORMATS = ("galaxyview", "tipsy", "gadget4")
+
+
+def save_kind(path, format: str | None = None) -> str:
+    """"archive" (.h5, .hdf5: a galaxyview snapshot), "tipsy" (.tipsy, .std, .bin) or, with
+    format="gadget4", "gadget4" (.hdf5: snapshots/export.py) for `Simulation.save`;
+    SnapshotError for a name that does not fit (checked before a run, not after)."""
     from galaxyview.model.tipsy import SUFFIXES
 
     suffix = Path(path).suffix.lower()
-    if suffix in archive.SUFFIXES:
-        return "archive"
-    if suffix in SUFFIXES:
-        return "tipsy"
-    raise SnapshotError(f"{path}: give a name ending in {_save_suffixes()}")
+    if format not in (None, *SAVE_FORMATS):
+        raise ParameterError(f"format must be one of {', '.join(SAVE_FORMATS)} (or None: by "
+                             f"the file's name), got {format!r}")
+    if format == "gadget4":
+        if suffix not in export.SUFFIXES:
+            raise SnapshotError(f"{path}: a Gadget-4 snapshot is an HDF5 file; give a name "
+                                f"ending in .hdf5")
+        return "gadget4"
+    kind = "archive" if suffix in archive.SUFFIXES else "tipsy" if suffix in SUFFIXES else None
+    if kind is None or (format is not None and (format == "tipsy") != (kind == "tipsy")):
+        raise SnapshotError(f"{path}: give a name ending in {_save_suffixes()}")
+    return kind
 
 
 @dataclass(repr=False)
@@ -400,18 +411,25 @@ class Simulation:
                              f"physical units, a time quantity; got {value!r}")
 
     # -- files ---------------------------------------------------------------------------------
-    def save(self, path, overwrite: bool = False) -> Path:
+    def save(self, path, overwrite: bool = False, format: str | None = None) -> Path:
         """The current state: a galaxyview snapshot (.h5, .hdf5: exact, restartable bit for
-        bit) or Tipsy (.tipsy, .std, .bin, with its companion files). An existing file is
-        replaced only with overwrite=True."""
+        bit) or Tipsy (.tipsy, .std, .bin, with its companion files); format="gadget4": a
+        Gadget-4 HDF5 snapshot (.hdf5) that pynbody and yt open. An existing file is replaced
+        only with overwrite=True."""
         if not isinstance(path, (str, os.PathLike)):
             raise ParameterError(f"path must be a file path (a str or pathlib.Path) ending in "
                                  f"{_save_suffixes()}, got {path!r}")
         overwrite = flag(overwrite, "overwrite")
         engine = self._live()
         path = Path(path).expanduser()
-        if save_kind(path) == "archive":
+        kind = save_kind(path, format)
+        if kind == "archive":
             return archive.save_exact(path, engine.exact_state(), self.run_info(), overwrite)
+        if kind == "gadget4":
+            state = engine.state()
+            if self.initial_sample is not None and "galaxies" not in state.meta:
+                state.meta["galaxies"] = self.initial_sample.meta.get("galaxies")
+            return export.write_gadget4(path, state, self.units, overwrite)
         from galaxyview.model.tipsy import save_state
 
         _, pot = engine.accelerations()

@@ -86,7 +86,7 @@ def test_a_failed_out_write_keeps_the_report_and_rescues_the_state(capsys, tmp_p
                                                                    monkeypatch):
     from galaxyview.simulation import Simulation
 
-    def full(self, path, overwrite=False):
+    def full(self, path, overwrite=False, format=None):
         raise GalaxyviewError(f"{path}: the disk is full")
 
     monkeypatch.setattr(Simulation, "save", full)

@@ -265,3 +265,109 @@ def test_shipped_encounters_reach_the_requested_pericentre(name):
     assert times[np.argmin(seps)] == pytest.approx(t_peri, rel=0.05)
     before = times < 0.9 * t_peri
     assert seps[before] == pytest.approx(relative.separation_at(times[before]), rel=0.10)
+
+
+# -- a galaxy from a snapshot file -------------------------------------------------------------
+FILE_UNITS = UnitSystem(0.5, 2e10)  # the file's: half a kpc, 2e10 Msun
+
+
+def galaxy_file(tmp_path, clump=False):
+    """A generated disk galaxy written as Tipsy in other units than the scene's, off the
+    origin and moving; with `clump`, a light far clump that pulls the centre of mass away."""
+    from galaxyview.model.ics.galaxy import build, parse_galaxy
+    from galaxyview.model.state import ParticleState
+    from galaxyview.model.tipsy import save_state
+
+    config = parse_galaxy(Table(dict(SMALL_DISK), "g.toml", "model"), UnitSystem())
+    s = build(config, 1500, np.random.default_rng(3))
+    scale = UnitSystem().length_kpc / FILE_UNITS.length_kpc
+    pos, vel = s.pos * scale + [30.0, -10.0, 5.0], s.vel * (
+        UnitSystem().velocity_kms / FILE_UNITS.velocity_kms) + [0.5, 0.2, 0.0]
+    mass, comp = s.mass * (UnitSystem().mass_msun / FILE_UNITS.mass_msun), s.component
+    if clump:
+        rng = np.random.default_rng(4)
+        pos = np.r_[pos, rng.normal(size=(300, 3)) + [600.0, 0, 0]]
+        vel = np.r_[vel, np.zeros((300, 3))]
+        mass = np.r_[mass, np.full(300, 0.1 * mass.sum() / 300)]
+        comp = np.r_[comp, np.full(300, Component.STAR)]
+    state = ParticleState(pos, vel, mass, comp)
+    return save_state(tmp_path / "made_elsewhere.00100", state, units=FILE_UNITS), state
+
+
+def file_scene(tmp_path, centre):
+    scene = tmp_path / "scenes" / "from-file.toml"
+    scene.parent.mkdir()
+    scene.write_text(f"""
+[scene]
+name = "from a file"
+description = "a generated galaxy meets one made elsewhere"
+seed = 2
+n_cpu = 3000
+n_gpu = 3000
+[units]
+length_kpc = 1.0
+mass_1e10msun = 1.0
+[model]
+type = "encounter"
+pericentre = 20.0
+separation = 100.0
+[[model.galaxy]]
+name = "generated"
+[model.galaxy.disk]
+mass = 1.0
+scale_length = 2.0
+[model.galaxy.halo]
+mass = 10.0
+scale = 5.0
+[[model.galaxy]]
+name = "from file"
+file = "../made_elsewhere.00100"
+centre = "{centre}"
+inclination = 30.0
+""")
+    return scene
+
+
+@pytest.mark.parametrize("centre", ["mass", "density"])
+def test_a_galaxy_from_a_snapshot_goes_on_the_orbit(tmp_path, centre):
+    """The file's galaxy, in the scene's units, centred (on its centre of mass, or its core
+    despite a far clump), sits on the orbit point with the orbit's velocity; its masses and
+    components are the file's."""
+    import galaxyview.snapshots  # noqa: F401 - hands its reader to the scene models
+
+    _, made = galaxy_file(tmp_path, clump=centre == "density")
+    scene = load_scene(file_scene(tmp_path, centre))
+    state = scene.build()
+    config = scene.config
+    relative = encounter.orbits(config, [m.galaxy.equilibrium() for m in config.members])
+    points, velocities, _ = encounter.layout(config, relative)
+    mine = state.galaxy == 1
+    assert mine.sum() == made.n and state.n == 3000
+    assert state.meta["galaxies"] == ["generated", "from file"]
+    to_scene = FILE_UNITS.mass_msun / UnitSystem().mass_msun
+    assert np.allclose(np.sort(state.mass[mine]), np.sort(made.mass * to_scene), rtol=1e-6)
+    assert np.array_equal(np.sort(state.component[mine]), np.sort(made.component))
+    core = mine & (state.component != Component.STAR) if centre == "density" else mine
+    m = state.mass[core].astype(float)
+    x = m @ state.pos[core].astype(float) / m.sum()
+    v = m @ state.vel[core].astype(float) / m.sum()
+    tolerance = 0.5 if centre == "density" else 1e-3  # kpc: shrinking spheres find the core
+    assert np.linalg.norm(x - points[1]) < tolerance
+    assert np.linalg.norm(v - velocities[1]) < (0.02 if centre == "density" else 1e-4)
+    assert np.linalg.norm(points[1] - points[0]) == pytest.approx(100.0, rel=1e-5)
+
+    def spread(p, w):  # mass-weighted rms distance from the weighted mean
+        p, w = np.asarray(p, float), np.asarray(w, float)
+        return math.sqrt(w @ ((p - w @ p / w.sum()) ** 2).sum(axis=1) / w.sum())
+    assert spread(state.pos[mine], state.mass[mine]) == pytest.approx(
+        spread(made.pos, made.mass) * FILE_UNITS.length_kpc, rel=1e-4)  # kpc, turned
+    assert spread(state.vel[mine], state.mass[mine]) == pytest.approx(
+        spread(made.vel, made.mass) * FILE_UNITS.velocity_kms / UnitSystem().velocity_kms,
+        rel=1e-4)
+    assert scene.maker() is None  # made whole: the file is read, not drawn in parts
+
+
+def test_a_missing_galaxy_file_is_named_at_load(tmp_path):
+    scene = file_scene(tmp_path, "mass")
+    with pytest.raises(SceneError, match="made_elsewhere.00100.*relative to the scene file"):
+        load_scene(scene)

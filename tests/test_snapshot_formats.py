@@ -52,6 +52,66 @@ def test_native_round_trip_is_exact(tmp_path):
         assert np.array_equal(f["snapshots/000000/ids"][()], np.arange(state.n))
 
 
+SWIFT_KEYS = ("U_L exponent", "U_M exponent", "U_t exponent", "h-scale exponent",
+              "a-scale exponent", "Description")
+GADGET4_KEYS = ("a_scaling", "h_scaling", "length_scaling", "mass_scaling", "velocity_scaling")
+CGS = "Conversion factor to CGS (not including cosmological corrections)"
+
+
+def test_galaxyview_hdf5_carries_units_and_codes(tmp_path):
+    """Every dataset's units as SWIFT and Gadget-4 write them, /Units, the component codes
+    and galaxy names: the numbers times the factors are the cgs values; N-body runs have the
+    exponents but no factors. Reading is unchanged (the attributes are only added)."""
+    state = mixed_state()
+    state.meta["galaxies"] = ["Milky Way", "M31", "M33"]
+    exact = ExactState(state, "cpu", "tree", Params(), state.pos.astype(np.float64),
+                       state.vel.astype(np.float64), np.ones((state.n, 3)), -np.ones(state.n))
+    units = UnitSystem(2.0, 3e10)
+    path = archive.save_exact(tmp_path / "u.h5", exact, archive.RunInfo("m", units=units))
+    v_cms = units.velocity_kms * 1e5
+    expect = {"pos": 2 * KPC_CM, "vel": v_cms, "mass": 3e10 * MSUN_G, "radius": 2 * KPC_CM,
+              "acc": v_cms ** 2 / (2 * KPC_CM), "pot": v_cms ** 2, "component": 1.0,
+              "ids": 1.0, "exact/pos": 2 * KPC_CM, "exact/acc": v_cms ** 2 / (2 * KPC_CM)}
+    with h5py.File(path) as f:
+        assert f["Units"].attrs["UnitLength_in_cm"] == pytest.approx(2 * KPC_CM)
+        assert f["Units"].attrs["Unit mass in cgs (U_M)"] == pytest.approx(3e10 * MSUN_G)
+        assert f["Units"].attrs["UnitVelocity_in_cm_per_s"] == pytest.approx(v_cms)
+        g = f["snapshots/000000"]
+        for name, factor in expect.items():
+            attrs = g[name].attrs
+            assert all(k in attrs for k in SWIFT_KEYS + GADGET4_KEYS), name
+            assert attrs[CGS] == pytest.approx(factor, rel=1e-12), name
+            assert attrs["to_cgs"] == attrs[CGS], name
+        assert (g["vel"].attrs["length_scaling"], g["vel"].attrs["velocity_scaling"]) == (0, 1)
+        assert (g["acc"].attrs["length_scaling"], g["acc"].attrs["velocity_scaling"]) == (-1, 2)
+        names = [w.decode() for w in g["component"].attrs["names"]]
+        assert [names[c] for c in Component] == [c.label for c in Component]
+        assert [w.decode() for w in g["galaxy"].attrs["names"]] == state.meta["galaxies"]
+    back = read(path)
+    assert back.state.meta["galaxies"] == state.meta["galaxies"]
+    assert np.array_equal(back.exact.pos, exact.pos) and np.array_equal(back.state.vel, state.vel)
+
+    with h5py.File(path, "a") as f:  # a file of the layout before units: read the same
+        del f["Units"]
+
+        def strip(_, item):  # (returns None: visititems goes on)
+            for key in set(item.attrs) - {"time", "steps", "params", "engine", "gravity",
+                                          "kinetic", "potential", "name", "device",
+                                          "length_kpc", "mass_msun"}:
+                del item.attrs[key]
+        f.visititems(strip)
+        assert "names" not in f["snapshots/000000/galaxy"].attrs
+    old = read(path)
+    assert np.array_equal(old.exact.pos, exact.pos) and np.array_equal(old.state.vel, state.vel)
+    assert old.units == units and "galaxies" not in old.state.meta
+
+    plain = archive.save_exact(tmp_path / "n.h5", exact, archive.RunInfo("m"))
+    with h5py.File(plain) as f:
+        attrs = f["snapshots/000000/pos"].attrs
+        assert attrs["U_L exponent"] == 1 and CGS not in attrs and "to_cgs" not in attrs
+        assert "UnitLength_in_cm" not in f["Units"].attrs
+
+
 def test_archive_refuses_overwrite_and_names_missing_index(tmp_path):
     state = mixed_state(5)
     path = archive.save_exact(tmp_path / "a.h5", ExactState.of_state(state), archive.RunInfo())
@@ -106,10 +166,11 @@ def test_pynbody_sees_our_arrays_not_metallicities(tmp_path):
     assert np.allclose(s["pos"].in_units("kpc"), state.pos[order], rtol=1e-6)
 
 
-def gadget_binary(path, npart, pos, vel, ids, masses, massarr, time, fmt=1, order="<"):
+def gadget_binary(path, npart, pos, vel, ids, masses, massarr, time, fmt=1, order="<",
+                  redshift=0.0, hubble=1.0):
     """A Gadget-2 snapshot written with struct, as Gadget's io.c lays it out."""
-    header = struct.pack(order + "6i6d2d2i6I2i4d", *npart, *massarr, time, 0.0, 0, 0, *npart,
-                         0, 1, 0.0, 0.0, 0.0, 1.0)
+    header = struct.pack(order + "6i6d2d2i6I2i4d", *npart, *massarr, time, redshift, 0, 0,
+                         *npart, 0, 1, 0.0, 0.3, 0.7, hubble)
     header += b"\0" * (256 - len(header))
     out = b""
     for label, payload in (("HEAD", header), ("POS ", pos.astype(order + "f4").tobytes()),
@@ -147,6 +208,64 @@ def test_gadget_binary(tmp_path, fmt, order):
     assert np.allclose(s.vel * u.velocity_kms, vel, rtol=1e-5)  # km/s -> N-body and back
     # 0.5 Gadget time units (kpc / (km/s) = 977.8 Myr)
     assert s.time * u.time_myr == pytest.approx(0.5 * KPC_CM / 1e5 / 3.15576e13, rel=1e-3)
+
+
+def cosmological_hdf5(path, time, redshift, comoving=1, units=False):
+    """A Gadget-4 snapshot of a comoving run (h = 0.7), perhaps without unit attributes."""
+    rng = np.random.default_rng(4)
+    pos, vel, mass = rng.normal(size=(6, 3)) * 100, rng.normal(size=(6, 3)) * 50, np.full(6, 0.2)
+    with h5py.File(path, "w") as f:
+        h = f.create_group("Header")
+        h.attrs["NumPart_ThisFile"] = np.array([0, 6, 0, 0, 0, 0], np.int32)
+        h.attrs["MassTable"] = np.zeros(6)
+        h.attrs["Time"], h.attrs["Redshift"], h.attrs["HubbleParam"] = time, redshift, 0.7
+        p = f.create_group("Parameters")
+        p.attrs["ComovingIntegrationOn"] = comoving
+        if units:
+            p.attrs["UnitLength_in_cm"], p.attrs["UnitMass_in_g"] = KPC_CM, 1e10 * MSUN_G
+            p.attrs["UnitVelocity_in_cm_per_s"] = 1e5
+        g = f.create_group("PartType1")
+        g["Coordinates"], g["Velocities"], g["Masses"] = pos, vel, mass
+    return path, pos, vel, mass
+
+
+def test_cosmological_gadget_read_in_physical_units_with_a_warning(tmp_path, caplog):
+    """z = 1 (a = 0.5), h = 0.7: x a / h, m / h, v sqrt(a), said in a warning; an HDF5 file
+    without unit attributes says which units it assumes."""
+    rng = np.random.default_rng(5)
+    pos, vel = rng.normal(size=(4, 3)) * 100, rng.normal(size=(4, 3)) * 50
+    path = gadget_binary(tmp_path / "snap_010", [0, 4, 0, 0, 0, 0], pos, vel, np.arange(4),
+                         np.zeros(0), [0, 0.2, 0, 0, 0, 0], 0.5, redshift=1.0, hubble=0.7)
+    hdf5, pos5, vel5, mass5 = cosmological_hdf5(tmp_path / "snap_010.hdf5", 0.5, 1.0)
+    for file, x, v, m in ((path, pos, vel, np.full(4, 0.2)), (hdf5, pos5, vel5, mass5)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="galaxyview"):
+            snap = read(file)
+        s, u = snap.state, snap.units
+        assert np.allclose(s.pos * u.length_kpc, x * 0.5 / 0.7, rtol=1e-6)
+        assert np.allclose(s.mass * u.mass_msun, m / 0.7 * 1e10, rtol=1e-5)
+        assert np.allclose(s.vel * u.velocity_kms, v * np.sqrt(0.5), rtol=1e-5)
+        text = caplog.text
+        assert "cosmological" in text and "a = 0.5" in text and "h = 0.7" in text
+        assert "x a / h" in text and "sqrt(a)" in text
+        assert "default units assumed for it: lengths in kpc/h, masses in 1e10 Msun/h" in text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="galaxyview"):
+        read(cosmological_hdf5(tmp_path / "units.hdf5", 0.5, 1.0, units=True)[0])
+    assert "cosmological" in caplog.text and "default units" not in caplog.text
+
+
+@pytest.mark.parametrize("time, redshift, comoving, names", [
+    (0.9, 1.0, 1, ["Time = 0.9", "Redshift = 1"]),  # a is not 1/(1 + z)
+    (0.5, 1.0, 0, ["ComovingIntegrationOn = 0", "Redshift = 1"]),
+    (2.0, 0.0, 1, ["Time", "ComovingIntegrationOn"]),  # a beyond 1
+])
+def test_contradictory_cosmology_is_refused_naming_the_fields(tmp_path, time, redshift,
+                                                             comoving, names):
+    path = cosmological_hdf5(tmp_path / "snap.hdf5", time, redshift, comoving, units=True)[0]
+    with pytest.raises(SnapshotError) as info:
+        read(path)
+    assert str(path) in str(info.value) and all(name in str(info.value) for name in names)
 
 
 def test_gadget_binary_truncated(tmp_path):

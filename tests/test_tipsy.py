@@ -365,3 +365,34 @@ def test_ring_run_saved_as_tipsy_restarts_with_its_sheet_and_g(tmp_path):
     with gv.open(path, backend="reference") as sim:  # refused without the sheet before
         sim.step(2)
         assert sim.params.sheet == params.sheet and np.isfinite(sim.positions).all()
+
+
+@pytest.mark.parametrize("where", ["beside", "parent"])
+def test_run_param_found_as_pynbody_finds_it(tmp_path, where):
+    """ChaNGa's layout: run.param (achOutName = run) beside run.00100 or in the folder above;
+    galaxyview takes its units and parameters as pynbody does."""
+    pynbody = pytest.importorskip("pynbody")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    snap = sample_snapshot()
+    path = write_tipsy(folder / "run.00100", snap)
+    param = (folder if where == "beside" else tmp_path) / "run.param"
+    param.write_text("achOutName = run\ndKpcUnit = 2.5\ndMsolUnit = 3e9\ndDelta = 0.01\n")
+    sim = pynbody.load(str(path))
+    assert float(sim["pos"].units.in_units("kpc")) == pytest.approx(2.5)
+    assert float(sim["mass"].units.in_units("Msol")) == pytest.approx(3e9)
+    # another run's file beside it (pynbody would take whichever it lists first)
+    (folder / "other.param").write_text("achOutName = other\ndKpcUnit = 7\ndMsolUnit = 1\n")
+    found = read(path)
+    assert found.units is not None
+    assert (found.units.length_kpc, found.units.mass_msun) == (2.5, 3e9)
+    assert found.params["dt"] == 0.01
+    assert np.allclose(found.state.pos, sim["pos"])
+
+
+def test_param_of_another_run_is_not_taken(tmp_path):
+    """A .param whose achOutName names another run's outputs is not this snapshot's."""
+    path = write_tipsy(tmp_path / "run.00100", sample_snapshot())
+    (tmp_path / "cosmo.param").write_text("achOutName = cosmo\ndKpcUnit = 2.5\n"
+                                          "dMsolUnit = 3e9\n")
+    assert read(path).units is None

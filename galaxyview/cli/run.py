@@ -37,6 +37,10 @@ def add_run_parser(sub) -> None:
     p.add_argument("--out", metavar="FILE", help="write the final state: FILE.h5 a galaxyview "
                    "snapshot (restarts exactly), FILE.tipsy (.std, .bin) Tipsy with its "
                    "companion files")
+    p.add_argument("--format", choices=("galaxyview", "tipsy", "gadget4"),
+                   help="how --out is written (default: by its name); gadget4: a Gadget-4 "
+                        "HDF5 snapshot (FILE.hdf5) that pynbody and yt open, in kpc, 1e10 "
+                        "Msun, km/s (scenes with [units])")
     p.add_argument("--archive", metavar="FILE.h5",
                    help="store the run's states in this archive (first, every interval, last)")
     p.add_argument("--every", type=common.count_type, metavar="K",
@@ -58,16 +62,18 @@ def _ask_overwrite(paths: list[Path], overwrite: bool) -> bool:
     return overwrite
 
 
-def check_out(out: str | None, overwrite: bool) -> bool:
-    """Fail before any work if --out cannot be written; ask before replacing a file.
-    Returns the overwrite decision."""
+def check_out(out: str | None, overwrite: bool, format: str | None = None) -> bool:
+    """Fail before any work if --out cannot be written (in `format`); ask before replacing a
+    file. Returns the overwrite decision."""
     if out is None:
+        if format is not None:
+            raise GalaxyviewError(f"--format {format} says how --out is written; give --out")
         return overwrite
     from galaxyview.model.tipsy import companion_paths
     from galaxyview.simulation import save_kind
 
     path = Path(out)
-    companions = companion_paths(path) if save_kind(out) == "tipsy" else []
+    companions = companion_paths(path) if save_kind(out, format) == "tipsy" else []
     overwrite = _ask_overwrite([path, *companions], overwrite)
     for aux in companions:
         check_output_path(aux, overwrite)
@@ -88,7 +94,7 @@ def cmd_run(args) -> int:
     from galaxyview.simulation import open_simulation
     from galaxyview.snapshots import archive
 
-    overwrite = check_out(args.out, args.overwrite)
+    overwrite = check_out(args.out, args.overwrite, args.format)
     interval = Interval(args.every, args.every_time, args.every_wall)
     archive_overwrite = args.overwrite
     if args.archive:
@@ -101,6 +107,12 @@ def cmd_run(args) -> int:
         sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt,
                               args.eps, index=args.index, playback=False, progress=made,
                               **common.engine_options(args))
+    if args.format == "gadget4" and sim.units is None:  # before the run, not after it
+        sim.close()
+        raise GalaxyviewError(f"--format gadget4: {sim.name} has no physical unit system "
+                              f"(N-body units, or SI), so the snapshot's kpc, Msun and km/s "
+                              f"cannot be given; give the scene [units], or write --out as "
+                              f".h5 or .tipsy")
     checkpoints = None
     try:
         if args.archive:
@@ -123,7 +135,7 @@ def cmd_run(args) -> int:
                 checkpoints.finish(sim.engine)
             if args.out:
                 try:
-                    sim.save(args.out, overwrite=overwrite)
+                    sim.save(args.out, overwrite=overwrite, format=args.format)
                     result.out = args.out
                 except GalaxyviewError as exc:  # (a full disk): the state goes elsewhere
                     result.stopped = f"writing --out failed ({exc})"
@@ -167,7 +179,7 @@ def _keep_last_state(sim, args, checkpoints, overwrite: bool, result) -> str:
                 f"{checkpoints.last_time:g}); {_rescue(sim, exact)}")
     if args.out:
         try:
-            sim.save(args.out, overwrite=overwrite)
+            sim.save(args.out, overwrite=overwrite, format=args.format)
             result.out = args.out
             return f"the last good state (t = {exact.time:g}) was written to {args.out}"
         except GalaxyviewError as exc:

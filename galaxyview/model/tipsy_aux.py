@@ -4,7 +4,8 @@
   then one value a line in the file's particle order (gas, dark, star). galaxyview writes
   `component` (Component codes), `galaxy` (galaxy index) and `radius` (hard-sphere radii);
   pynbody and ChaNGa's tools read them as arrays of those names.
-- A ChaNGa parameter file `<snapshot>.param` ("key = value" lines, # comments): dKpcUnit and
+- A ChaNGa parameter file `<snapshot>.param` ("key = value" lines, # comments; reading, also a
+  run's `*.param` in the snapshot's folder or its parent, `find_param`): dKpcUnit and
   dMsolUnit (the unit system, where the run has one: pynbody takes its units from them), dDelta
   (the time step), dTheta (the opening angle), dSoft (the softening; the particles' eps fields
   hold it too) and, as comments, the integrator, boundary and collision by name, G where it is
@@ -38,8 +39,42 @@ def aux_path(path, name: str) -> Path:
 
 
 def param_path(path) -> Path:
-    """The parameter file beside snapshot `path`: `<snapshot path>.param`."""
+    """The parameter file galaxyview writes beside snapshot `path`: `<snapshot path>.param`."""
     return aux_path(path, "param")
+
+
+def find_param(path) -> Path:
+    """The parameter file of snapshot `path`: `<snapshot path>.param` when there is one, else,
+    as pynbody looks, a `*.param` in the snapshot's folder, then its parent, of this run: its
+    achOutName (or, without one, its own name less .param) followed by "." starts the
+    snapshot's name (run.param, achOutName = run: run.00100). `param_path(path)` when none is."""
+    path = Path(path)
+    own = param_path(path)
+    if own.is_file():
+        return own
+    for folder in (path.parent, path.parent.parent):
+        try:
+            candidates = sorted(folder.resolve().glob("*.param"))
+        except OSError:
+            continue
+        for candidate in candidates:
+            if path.name.startswith(f"{_out_name(candidate)}."):
+                return candidate
+    return own
+
+
+def _out_name(pfile: Path) -> str:
+    """The output prefix a ChaNGa parameter file names (achOutName's last part), else its
+    name less .param."""
+    try:
+        text = pfile.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        key, eq, value = line.split("#")[0].partition("=")
+        if eq and key.strip() == "achOutName":
+            return Path(value.strip().strip("\"'")).name
+    return pfile.stem
 
 
 def _lines(aux: Path, binary: str = f"not a text file; {_LAYOUT}") -> list[str] | None:
@@ -156,7 +191,7 @@ def read_param(path) -> tuple[dict, UnitSystem | None, str | None]:
     """({"dt", "theta", "eps", "integrator", ... found}, units or None, the snapshot's precision
     (bDoublePos, bDoubleVel) or None) from the parameter file beside snapshot `path`; ({}, None,
     None) without one. Keys galaxyview has no use for are skipped."""
-    pfile = param_path(path)
+    pfile = find_param(path)
     lines = _lines(pfile, "not a text parameter file; a Tipsy .param file holds 'key = value' "
                           "lines (dDelta, dTheta, dSoft, dKpcUnit, dMsolUnit): replace or "
                           "remove it")

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 G_KPC_KMS2_PER_MSUN = 4.30091727e-6  # G in kpc (km/s)^2 / Msun
 KPC_KM = 3.0856775814913673e16
+KPC_CM = KPC_KM * 1e5
 MYR_S = 3.15576e13
+MSUN_G = 1.98892e33  # one solar mass in grams (Gadget's value)
 G_SI = 6.674e-11  # m^3 kg^-1 s^-2: the ring scenes' G (SI units)
 
 

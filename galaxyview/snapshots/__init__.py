@@ -12,6 +12,7 @@ from pathlib import Path
 from galaxyview.errors import ParameterError, SnapshotError
 from galaxyview.files import check_regular
 from galaxyview.model import tipsy
+from galaxyview.model.ics import from_file
 from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.scene import Scene, load_scene
@@ -191,6 +192,16 @@ def open_source(source, n: int | None = None,
         raise ParameterError(f"{source} is a snapshot of {snap.state.n} particles; a particle "
                              f"count ({n}) applies to scenes only, leave it out")
     return None, snap
+
+
+def _galaxy_file(path) -> tuple[ParticleState, UnitSystem | None]:
+    """A scene's galaxy from a file (model/ics/from_file.py): its particles and units."""
+    snap = read(path)
+    snap.close()
+    return snap.state, snap.units
+
+
+from_file.set_loader(_galaxy_file)
 
 
 def params_of(snap: Snapshot) -> Params:

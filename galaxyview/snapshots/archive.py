@@ -31,7 +31,7 @@ from galaxyview.model.finite import NonFiniteError, non_finite
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
-from galaxyview.snapshots import hdf5
+from galaxyview.snapshots import hdf5, hdf5_units
 from galaxyview.version import __version__
 
 FORMAT = "galaxyview-archive"
@@ -98,7 +98,7 @@ class ArchiveWriter:
         self.path = check_output_path(path, overwrite, SnapshotError,
                                       "pass overwrite=True to replace it")
         self.run, self.count = run, 0
-        self._file = None
+        self._file = self._cgs = None
 
     def append(self, exact: ExactState) -> None:
         """Write one snapshot and flush; SnapshotError (disk full, ...) leaves the archive
@@ -115,7 +115,7 @@ class ArchiveWriter:
                                 f"{self.count} snapshots") from None
         try:
             group = self._file["snapshots"].create_group(f"{self.count:06d}")
-            _write_snapshot(group, exact)
+            _write_snapshot(group, exact, self._cgs)
             self._file.flush()
         except (OSError, RuntimeError, ValueError) as exc:
             raise _disk_error(self.path, exc, f"writing snapshot {self.count}") from None
@@ -125,8 +125,9 @@ class ArchiveWriter:
         h5py = _h5py()
         with h5py.File(f"{self.path.name}-in-memory", "w", driver="core",
                        backing_store=False) as f:
-            self._header(f)
-            _write_snapshot(f.create_group("snapshots").create_group("000000"), exact)
+            self._header(f, exact.params.G)
+            _write_snapshot(f.create_group("snapshots").create_group("000000"), exact,
+                            self._cgs)
             f.flush()
             image = f.id.get_file_image()
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
@@ -144,7 +145,9 @@ class ArchiveWriter:
         except OSError as exc:
             raise _disk_error(self.path, exc, "opening the archive to append") from None
 
-    def _header(self, f) -> None:
+    def _header(self, f, G: float) -> None:
+        self._cgs = hdf5_units.cgs_units(self.run.units, G)
+        hdf5_units.write_units_group(f, self._cgs)
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["galaxyview_version"] = __version__
@@ -170,7 +173,9 @@ class ArchiveWriter:
             self._file = None
 
 
-def _write_snapshot(group, exact: ExactState) -> None:
+def _write_snapshot(group, exact: ExactState, cgs=None) -> None:
+    """One snapshot into `group`, each dataset with its units (hdf5_units; `cgs`: the run's
+    length, mass and velocity units in cgs, None in N-body units)."""
     s = exact.state
     a = group.attrs
     a["time"] = float(s.time)
@@ -187,13 +192,18 @@ def _write_snapshot(group, exact: ExactState) -> None:
         a["kinetic"] = diagnostics.kinetic_energy(exact.vel, s.mass)
         a["potential"] = diagnostics.potential_energy(s.mass, exact.pot)
     for key, value in data.items():
-        group.create_dataset(key, data=value)
+        hdf5_units.annotate(group.create_dataset(key, data=value), key, cgs)
+    group["component"].attrs["names"] = hdf5_units.names(hdf5_units.COMPONENT_NAMES)
+    galaxies = s.meta.get("galaxies")
+    if galaxies:
+        group["galaxy"].attrs["names"] = hdf5_units.names(galaxies)
     wide = {k: getattr(exact, k) for k in ("pos", "vel", "acc", "pot")
             if getattr(exact, k) is not None and getattr(exact, k).dtype == np.float64}
     if wide:
         g = group.create_group("exact")
         for key, value in wide.items():
-            g.create_dataset(key, data=value)
+            hdf5_units.annotate(g.create_dataset(key, data=value), key, cgs,
+                                f"{hdf5_units.FIELDS[key][1]}: the engine's float64 values")
     g = group.create_group("integrator")
     for key, value in exact.integrator.items():
         if isinstance(value, np.ndarray):
@@ -347,6 +357,9 @@ def _read_snapshot(g, path) -> ExactState:
     state = ParticleState(read(g, "pos", 3, True), read(g, "vel", 3, True), read(g, "mass"),
                           read(g, "component", need=True), read(g, "galaxy", need=True),
                           hdf5.number(g, "time", path), radius=read(g, "radius", need=True))
+    names = hdf5.attr(hdf5.get(g, "galaxy", path), "names", path, None)
+    if names is not None:
+        state.meta["galaxies"] = hdf5_units.read_names(names)
     exact = hdf5.get(g, "exact", path) if hdf5.has(g, "exact", path) else None
     wide = {k: read(exact, k, None if k == "pot" else 3) for k in ("pos", "vel", "acc", "pot")}
     what = non_finite(**{f"exact/{k}": v for k, v in wide.items() if v is not None})

@@ -4,6 +4,7 @@ Scene keys (lengths in kpc, angles in degrees; docs/galaxy-models.md has example
   [model]  type = "encounter", pericentre, separation (initial), eccentricity (1 = parabolic),
            orbit ("extended" | "point-mass", see galaxyview/model/ics/orbit.py)
   [[model.galaxy]]  the disk_galaxy keys plus name, inclination, omega;
+                    or, for a galaxy made elsewhere, file = "snapshot" (from_file.py);
                     from the third galaxy on also its own orbit: pericentre, separation,
                     eccentricity, orbit_angle (about the companion group's centre of mass)
 The first two galaxies follow the [model] orbit; galaxy k >= 2 joins the centre of mass of
@@ -22,6 +23,7 @@ import numpy as np
 
 from galaxyview.errors import ParameterError
 from galaxyview.model.ics import kepler, register
+from galaxyview.model.ics.from_file import FileGalaxy, parse_file_galaxy
 from galaxyview.model.ics.galaxy import (GalaxyConfig, build_galaxy, galaxy_blocks,
                                          galaxy_counts, parse_galaxy)
 from galaxyview.model.ics.orbit import RelativeOrbit, mutual_potential
@@ -42,7 +44,7 @@ class Orbit:
 
 @dataclass(frozen=True)
 class Member:
-    galaxy: GalaxyConfig
+    galaxy: GalaxyConfig | FileGalaxy
     inclination: float  # radians
     omega: float  # radians
     orbit: Orbit | None  # None for the first galaxy
@@ -78,7 +80,8 @@ def parse(table, units) -> EncounterConfig:
     members = []
     for k, t in enumerate(galaxies):
         name = t.string("name", f"galaxy {k}")
-        config = parse_galaxy(t, u, name)
+        config = (parse_file_galaxy(t, u, name) if "file" in t.data else
+                  parse_galaxy(t, u, name))
         inclination = math.radians(t.number("inclination", 0.0, lo=-180.0, hi=180.0))
         omega = math.radians(t.number("omega", 0.0, lo=-360.0, hi=360.0))
         own = parse_orbit(t, u, angle=True) if k >= 2 else (orbit if k == 1 else None)
@@ -149,7 +152,7 @@ def _setup(config: EncounterConfig, n: int):
     galaxies' equilibrium tables, their relative orbits, and per galaxy place(pos, vel):
     its disk's rotation and its place on the orbit (float64)."""
     members = config.members
-    counts = galaxy_counts([m.galaxy for m in members], n)
+    counts = _counts([m.galaxy for m in members], n)
     tables = [m.galaxy.equilibrium() for m in members]
     relative = orbits(config, tables)
     centres, velocities, peri = layout(config, relative)
@@ -163,6 +166,18 @@ def _setup(config: EncounterConfig, n: int):
     return counts, tables, relative, places
 
 
+def _counts(galaxies: list, n: int) -> list:
+    """Particles per component of each generated galaxy (None for one from a file, whose
+    particles are the file's): n less the files' particles, shared out by mass."""
+    fixed = sum(g.n for g in galaxies if isinstance(g, FileGalaxy))
+    made = [g for g in galaxies if not isinstance(g, FileGalaxy)]
+    if made and n - fixed < 1:
+        raise ParameterError(f"{n} particles are too few: the galaxies from files hold "
+                             f"{fixed}; ask for more (--n), the generated galaxies get the rest")
+    shares = iter(galaxy_counts(made, n - fixed) if made else [])
+    return [None if isinstance(g, FileGalaxy) else next(shares) for g in galaxies]
+
+
 def _meta(config: EncounterConfig, relative: list[RelativeOrbit]) -> dict:
     return {"galaxies": [m.galaxy.name for m in config.members],
             "t_pericentre": [o.time_to_pericentre for o in relative]}
@@ -172,7 +187,8 @@ def build(config: EncounterConfig, n: int, rng: np.random.Generator) -> Particle
     counts, tables, relative, places = _setup(config, n)
     states = []
     for k, member in enumerate(config.members):
-        s = build_galaxy(member.galaxy, counts[k], rng, index=k, eq=tables[k])
+        s = (member.galaxy.build(k) if isinstance(member.galaxy, FileGalaxy) else
+             build_galaxy(member.galaxy, counts[k], rng, index=k, eq=tables[k]))
         pos, vel = places[k](s.pos.astype(float), s.vel.astype(float))
         s.pos, s.vel = pos.astype(np.float32), vel.astype(np.float32)
         states.append(s)
@@ -209,7 +225,10 @@ class EncounterParts(PartMaker):
                 for block in galaxy_blocks(member.galaxy, counts[k], k, tables[k], places[k])]
 
 
-def maker(config: EncounterConfig, n: int, seed: int, meta: dict) -> EncounterParts:
+def maker(config: EncounterConfig, n: int, seed: int, meta: dict) -> EncounterParts | None:
+    """None with a galaxy from a file (its particles are read whole, not drawn in parts)."""
+    if any(isinstance(m.galaxy, FileGalaxy) for m in config.members):
+        return None
     return EncounterParts(config, n, seed, dict(meta))
 
 
