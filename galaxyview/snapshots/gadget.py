@@ -20,10 +20,8 @@ import numpy as np
 from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.units import KPC_KM, MYR_S, UnitSystem
+from galaxyview.model.units import KPC_CM, MSUN_G, MYR_S, UnitSystem
 
-KPC_CM = KPC_KM * 1e5
-MSUN_G = 1.98892e33
 TYPE_COMPONENT = (Component.STAR, Component.HALO, Component.DISK, Component.BULGE,
                   Component.STAR, Component.BLACK_HOLE, Component.HALO)
 GADGET_DEFAULT_CGS = (KPC_CM, 1e10 * MSUN_G, 1e5)  # length, mass, velocity: kpc, 1e10 Msun, km/s
