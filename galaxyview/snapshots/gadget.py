@@ -12,6 +12,7 @@ Only single-file snapshots are read.
 """
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from galaxyview.model.units import KPC_CM, MSUN_G, MYR_S, UnitSystem
 TYPE_COMPONENT = (Component.STAR, Component.HALO, Component.DISK, Component.BULGE,
                   Component.STAR, Component.BLACK_HOLE, Component.HALO)
 GADGET_DEFAULT_CGS = (KPC_CM, 1e10 * MSUN_G, 1e5)  # length, mass, velocity: kpc, 1e10 Msun, km/s
+log = logging.getLogger(__name__)
 
 _HEADER = [("npart", "i4", 6), ("massarr", "f8", 6), ("time", "f8", 1), ("redshift", "f8", 1),
            ("flag_sfr", "i4", 1), ("flag_feedback", "i4", 1), ("npart_total", "u4", 6),
@@ -127,6 +129,8 @@ def read_binary(path) -> tuple[ParticleState, UnitSystem, dict]:
             taken += npart[k]
         else:
             mass.append(np.full(npart[k], massarr[k]))
+    log.warning("%s: a Gadget binary file carries no units; Gadget's defaults assumed (1 kpc, "
+                "1e10 Msun, 1 km/s)", path)
     return _to_state(path, npart, blocks["pos"], blocks["vel"], np.concatenate(mass),
                      float(h["time"]), GADGET_DEFAULT_CGS, comoving=None)
 
