@@ -85,14 +85,38 @@ def _gadget_binary(path: Path, n: int) -> Path:
     return path
 
 
-def test_gadget_binary_logs_its_assumed_units(tmp_path, caplog):
-    path = _gadget_binary(tmp_path / "snap_000", 32)
+def _gadget_hdf5(path: Path, n: int, units: bool) -> Path:
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        header = f.create_group("Header")
+        header.attrs["NumPart_ThisFile"] = np.array([0, n, 0, 0, 0, 0], np.int32)
+        header.attrs["MassTable"] = np.array([0, 1 / n, 0, 0, 0, 0])
+        if units:
+            header.attrs["UnitLength_in_cm"] = 3.0e21
+        group = f.create_group("PartType1")
+        group["Coordinates"] = np.random.default_rng(2).standard_normal((n, 3))
+        group["Velocities"] = np.zeros((n, 3))
+    return path
+
+
+@pytest.mark.parametrize("make, warned", [
+    (lambda d: _gadget_binary(d / "snap_000", 32), "a Gadget binary file carries no units"),
+    (lambda d: _gadget_hdf5(d / "snap.hdf5", 32, units=False), "no units in /Parameters or "
+                                                               "/Header"),
+    (lambda d: _gadget_hdf5(d / "snap.hdf5", 32, units=True), None),
+])
+def test_gadget_logs_its_assumed_units(tmp_path, caplog, make, warned):
     with caplog.at_level(logging.WARNING, logger="galaxyview"):
-        snap = read(path)
+        snap = read(make(tmp_path))
     assert snap.state.n == 32
-    [record] = [r for r in caplog.records if r.name.startswith("galaxyview.")]
+    records = [r for r in caplog.records if r.name.startswith("galaxyview")]
+    if warned is None:
+        assert records == []
+        return
+    [record] = records
     assert record.levelno == logging.WARNING and record.name == "galaxyview.snapshots.gadget"
-    assert "carries no units; Gadget's defaults assumed (1 kpc, 1e10 Msun" in record.getMessage()
+    assert f"{warned}; Gadget's defaults assumed (1 kpc, 1e10 Msun" in record.getMessage()
 
 
 def test_viewer_without_qt_says_how_to_install_it(tmp_path):

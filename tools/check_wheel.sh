@@ -36,7 +36,8 @@ BASE=$("$PYTHON" -c 'import sys; print(sys.base_prefix)')/bin/python3
 
 step "running it from $WORK/user"
 mkdir "$WORK/user" && cd "$WORK/user"
-export PYTHONPATH= PYTHONNOUSERSITE=1
+unset PYTHONPATH
+export PYTHONNOUSERSITE=1
 gv="$WORK/venv/bin/galaxyview"
 where=$("$WORK/venv/bin/python" -c 'import galaxyview; print(galaxyview.__file__)')
 case "$where" in "$WORK/venv/"*) ;; *) fail "galaxyview imported from $where, not the venv";; esac
