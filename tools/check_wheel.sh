@@ -41,6 +41,10 @@ export PYTHONNOUSERSITE=1
 gv="$WORK/venv/bin/galaxyview"
 where=$("$WORK/venv/bin/python" -c 'import galaxyview; print(galaxyview.__file__)')
 case "$where" in "$WORK/venv/"*) ;; *) fail "galaxyview imported from $where, not the venv";; esac
+for name in kernels shaders scenes; do
+  dir=$("$WORK/venv/bin/python" -c "from galaxyview import resources; print(resources.data_dir('$name'))")
+  case "$dir" in "$WORK/venv/"*/galaxyview/_data/$name) ;; *) fail "$name found at $dir";; esac
+done
 "$gv" --version
 "$gv" scenes >scenes.txt || fail "galaxyview scenes"
 grep -q '^antennae ' scenes.txt || fail "galaxyview scenes lists no antennae"
