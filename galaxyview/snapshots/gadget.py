@@ -170,10 +170,6 @@ def read_hdf5(f, path) -> tuple[ParticleState, UnitSystem, dict]:
                           _attr(header, "UnitMass_in_g", default=default[1]))
         velocity = float(_attr(params, "UnitVelocity_in_cm_per_s", default=None) or
                          _attr(header, "UnitVelocity_in_cm_per_s", default=default[2]))
-        keys = ("UnitLength_in_cm", "UnitMass_in_g", "UnitVelocity_in_cm_per_s")
-        if all(_attr(g, k) is None for g in (params, header) for k in keys):
-            log.warning("%s: no units in /Parameters or /Header; Gadget's defaults assumed "
-                        "(1 kpc, 1e10 Msun, 1 km/s)", path)
     cosmo = f.get("Cosmology")
     comoving = bool(_attr(params, "ComovingIntegrationOn", default=0) or
                     _attr(cosmo, "Cosmological run", default=0))
