@@ -38,7 +38,7 @@ class LogLines:
         now = time.monotonic()
         if now - self.last >= LOG_EVERY_S:
             self.last = now
-            print(self.line(now), file=sys.stderr, flush=True)
+            self.write(self.line(now))
 
     def line(self, now: float) -> str:
         spent = now - self.start
@@ -54,7 +54,9 @@ class LogLines:
         self.postfix = text
 
     def write(self, text: str, file=None) -> None:
-        print(text, file=file or sys.stderr, flush=True)
+        stream = file or sys.stderr
+        stream.write(text + "\n")
+        stream.flush()
 
     def close(self) -> None:
         pass

@@ -28,3 +28,12 @@ def test_setup_copies_every_data_folder_into_the_wheel():
     names = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                  and getattr(node.targets[0], "id", "") == "DATA_DIRS")
     assert {elt.value for elt in names.elts} == {"kernels", "shaders", "scenes"}
+
+
+def test_sdist_carries_every_data_folder():
+    """The wheel built from the sdist (python -m build) has them only if the sdist does."""
+    from pathlib import Path
+
+    root = Path(resources.__file__).parents[1]
+    lines = {line.split("#")[0].strip() for line in (root / "MANIFEST.in").read_text().splitlines()}
+    assert {"graft kernels", "graft shaders", "graft scenes"} <= lines

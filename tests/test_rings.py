@@ -19,6 +19,7 @@ from galaxyview.model.ring_stats import ring_stats, wake_pitch_angle
 from galaxyview.model.scene import load_scene, parse_scene
 from galaxyview.model.sheet import Sheet
 from galaxyview.model.state import ParticleState
+from galaxyview.model.units import G_SI
 
 OMEGA = 1.3e-4
 
@@ -42,7 +43,7 @@ def sheet_engine(sheet, pos, vel, mass=None, radius=None, collision="none", dt=N
                  gravity="direct", eps=0.0, theta=0.75):
     n = len(pos)
     p = Params(integrator="sei", boundary="shear-periodic", collision=collision, sheet=sheet,
-               dt=dt or sheet.period / 50, eps=eps, G=6.674e-11, theta=theta)
+               dt=dt or sheet.period / 50, eps=eps, G=G_SI, theta=theta)
     eng = CPUEngine(p, gravity=gravity)
     mass = np.ones(n) if mass is None else mass
     eng.load(ParticleState(np.zeros((n, 3)), np.zeros((n, 3)), mass,
@@ -342,7 +343,7 @@ def test_ring_scenes_load_and_build_without_overlaps():
         scene = load_scene(name)
         state = scene.build(1500)
         sheet = state.meta["sheet"]
-        assert scene.params.integrator == "sei" and scene.params.G == pytest.approx(6.674e-11)
+        assert scene.params.integrator == "sei" and scene.params.G == G_SI
         assert len(collide.touching(state.pos, state.radius, *sheet.ghost_offsets(0, 1))) == 0
         assert np.all(np.abs(state.pos[:, 0]) <= sheet.lx / 2)
         assert np.all(state.radius > 0)
@@ -360,7 +361,7 @@ def test_hill_ratio_is_the_pair_hill_radius_over_the_contact_distance():
 
     cfg = load_scene("saturn-a-ring").config
     a = 1.3e8  # m
-    m_saturn = cfg.omega ** 2 * a ** 3 / 6.674e-11
+    m_saturn = cfg.omega ** 2 * a ** 3 / G_SI
     for rho in (300.0, 450.0, 900.0):
         r = 1.0
         m = rho * 4 / 3 * np.pi * r ** 3

@@ -8,6 +8,7 @@ import pytest
 from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
+from galaxyview.model.units import G_SI
 from galaxyview.model.tipsy import (TipsySnapshot, block_dtype, damage, header_dtype, is_tipsy,
                                     load_snapshot, param_path, read_snapshot, read_tipsy,
                                     save_state, state_to_tipsy, tipsy_to_state, write_tipsy)
@@ -358,7 +359,7 @@ def test_ring_run_saved_as_tipsy_restarts_with_its_sheet_and_g(tmp_path):
         sim.step(1)
         path = sim.save(tmp_path / "ring.tipsy")
         params = sim.params
-    assert "G = 6.674e-11" in param_path(path).read_text()
+    assert f"G = {G_SI!r}" in param_path(path).read_text()
     back = params_of(read(path))
     assert (back.G, back.sheet, back.integrator, back.boundary, back.collision) == (
         params.G, params.sheet, "sei", "shear-periodic", "hard-spheres")

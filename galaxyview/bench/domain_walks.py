@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from time import perf_counter
 
 import numpy as np
@@ -134,9 +135,11 @@ def _errors(eng, state, params, idx: np.ndarray, targets: np.ndarray) -> tuple:
 
 
 def measure(state, params, domains: list[int], repeats: int = 3, check: bool = True,
-            log=print, snap: float | None = None, group_parts: int = 0) -> dict:
+            log=None, snap: float | None = None, group_parts: int = 0) -> dict:
     """The one-GPU walk of `state` and, for each K in `domains`, each domain's local walk,
-    export and LET walk (apart and as one): medians of `repeats`."""
+    export and LET walk (apart and as one): medians of `repeats`. Each result also goes to
+    log(line) as it is measured (default: the module's logger, at INFO)."""
+    log = log or logging.getLogger(__name__).info
     from galaxyview.engines.gpu.engine import GPUEngine
 
     n, rng = len(state.mass), np.random.default_rng(5)
@@ -271,7 +274,7 @@ def _by_group_parts(ranks: list, parts: int, log) -> list:
     return out
 
 
-def _summary(out: dict, log=print) -> None:
+def _summary(out: dict, log) -> None:
     """Against the one GPU: the slowest domain's walks, against a K-th of one GPU's walk, and
     the interactions' bound (one GPU's over the domains')."""
     for d in out["domains"]:
@@ -313,7 +316,7 @@ def main(argv=None) -> None:
     t0 = perf_counter()
     state, params = _state(a.scene, a.n)
     out = measure(state, params.with_(theta=a.theta), a.domains, a.repeats, not a.no_check,
-                  snap=a.snap, group_parts=a.group_parts)
+                  log=print, snap=a.snap, group_parts=a.group_parts)
     print(f"({perf_counter() - t0:.0f} s)")
     if a.json:
         with open(a.json, "w") as f:

@@ -91,19 +91,23 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
-def selfcheck(n: int) -> None:
-    """A short tree run (load, 2 steps, energies) and a direct run, for compute-sanitizer."""
+def selfcheck(n: int) -> list[str]:
+    """A short tree run (load, 2 steps, energies) and a direct run, for compute-sanitizer: a
+    line of each."""
     from galaxyview.engines.gpu.engine import GPUEngine
 
     state = plummer_sphere(n, np.random.default_rng(0))
+    lines = []
     for gravity in ("tree", "direct"):
         eng = GPUEngine(Params(theta=0.6, eps=0.05, dt=1 / 64), gravity=gravity)
         eng.load(state)
         eng.step(2)
         e = eng.energies()
         eng.tree_boxes(0, 4)
-        print(f"selfcheck {gravity} n={n}: E={e.total:.6f} pp/p={eng.stats.pp_per_particle:.0f}")
+        lines.append(f"selfcheck {gravity} n={n}: E={e.total:.6f} "
+                     f"pp/p={eng.stats.pp_per_particle:.0f}")
         eng.close()
+    return lines
 
 
 def main(argv=None) -> None:
@@ -117,7 +121,7 @@ def main(argv=None) -> None:
     ap.add_argument("--selfcheck", type=int, default=0)
     a = ap.parse_args(argv)
     if a.selfcheck:
-        selfcheck(a.selfcheck)
+        print("\n".join(selfcheck(a.selfcheck)))
         return
     from galaxyview.engines.gpu.engine import GPUEngine
 

@@ -35,8 +35,9 @@ SWEEP = [  # (light by CUDA splat or GL sprites, vertex order stride, sprite siz
     ("sprites", SHUFFLE_STRIDE, 3.0), ("sprites", 1, 3.0)]
 
 
-def sweep(renderer: OffscreenRenderer, engine, frames: int) -> list:
-    """Render + interop time against the light path, vertex order and sprite size."""
+def sweep(renderer: OffscreenRenderer, engine, frames: int, report=None) -> list:
+    """Render + interop time against the light path, vertex order and sprite size; each row
+    also to report(row) as it is measured."""
     renderer.attach(engine)
     pr, rows = renderer._renderer, []
     for path, stride, size in SWEEP:
@@ -47,7 +48,8 @@ def sweep(renderer: OffscreenRenderer, engine, frames: int) -> list:
         ms = _median_ms(renderer.render_frame, frames)
         rows.append({"n": engine.n, "light": path, "order": "engine" if stride == 1 else
                      "shuffled", "point_size": size, "ms": round(ms, 3)})
-        print(json.dumps(rows[-1]), flush=True)
+        if report:
+            report(rows[-1])
     pr.light_source, renderer.look.point_size = renderer.source, 3.0
     renderer.source.stride = SHUFFLE_STRIDE
     return rows
@@ -112,7 +114,8 @@ def main(argv=None) -> int:
         engine.load(plummer_sphere(n, np.random.default_rng(1)))
         out["render_only"].append(render_only(renderer, engine, n, args.frames))
         if args.sweep:
-            out.setdefault("sweep", []).extend(sweep(renderer, engine, args.frames // 2))
+            out.setdefault("sweep", []).extend(sweep(
+                renderer, engine, args.frames // 2, lambda row: print(json.dumps(row), flush=True)))
         renderer.detach()
         engine.close()
         print(json.dumps(out["render_only"][-1]), flush=True)

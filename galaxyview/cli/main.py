@@ -6,6 +6,7 @@ import sys
 
 from galaxyview.version import __version__
 from galaxyview.cli import common
+from galaxyview.cli.output import show_library_warnings
 from galaxyview.errors import GalaxyviewError
 from galaxyview.interrupt import stop_signals_as_ctrl_c, stopped_by, what_stopped
 
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    show_library_warnings()
     # no command: the viewer, with the same arguments as 'view'
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["view", *argv]

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sys
 from contextlib import contextmanager
 
 import numpy as np
+from tqdm import tqdm
 
 from galaxyview import progress
 
@@ -37,6 +39,25 @@ def _finite(obj, where: str, reasons: dict):
 def say(text: str) -> None:
     """Notes for people go to stderr, so --json output stays clean."""
     print(text, file=sys.stderr)
+
+
+class WarningLines(logging.Handler):
+    """The library's log records (logging.getLogger("galaxyview.*")) as one plain line each
+    on the current stderr: "galaxyview: warning: ..." (above a progress bar, if one runs)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm.write(f"galaxyview: {record.levelname.lower()}: {record.getMessage()}",
+                       file=sys.stderr)
+        except Exception:
+            self.handleError(record)
+
+
+def show_library_warnings() -> None:
+    """Warnings and errors of the "galaxyview" loggers go to stderr (once per process)."""
+    logger = logging.getLogger("galaxyview")
+    if not any(isinstance(h, WarningLines) for h in logger.handlers):
+        logger.addHandler(WarningLines(logging.WARNING))
 
 
 @contextmanager

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -44,7 +46,25 @@ def add_show_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+QT_MISSING = ("the viewer needs Qt (PyQt6), which is not installed: "
+              "pip install 'galaxyview[viewer]' (headless: galaxyview run, galaxyview record)")
+
+
+def qt_problem() -> str | None:
+    """None when PyQt6 loads; otherwise one line naming the install command or the failure."""
+    if importlib.util.find_spec("PyQt6") is None:
+        return QT_MISSING
+    try:
+        importlib.import_module("PyQt6.QtWidgets")
+    except ImportError as exc:
+        return f"the viewer's Qt (PyQt6) does not load: {exc}"
+    return None
+
+
 def _display_checked() -> None:
+    problem = qt_problem()
+    if problem:
+        raise GalaxyviewError(problem)
     from galaxyview.app.platform import display_problem
 
     problem = display_problem()

@@ -2,7 +2,7 @@
 
   [scene]  name, description, seed, n_gpu; n_cpu (optional with story_time); story_time
   [units]  optional: length_kpc or length_pc, mass_1e10msun or mass_msun (without it: N-body
-           units); or system = "si" (metres, kg, seconds: G = 6.674e-11, the ring scenes)
+           units); or system = "si" (metres, kg, seconds: G = 6.6743e-11, the ring scenes)
   [params] optional: theta, dt, eps, eta, block_levels, mac, alpha (N-body units, or SI;
            defaults from Params); integrator, boundary, collision (physics modules by name)
   [model]  type = "<registered model>" plus that model's own keys

@@ -21,6 +21,7 @@ Bonsai's units are 1 kpc and 100 km/s (G = 1), so its mass unit is 2.325e9 Msun.
 """
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from galaxyview.model.tipsy_aux import (AUX_ARRAYS, PRECISIONS, aux_path, aux_te
 from galaxyview.model.units import G_KPC_KMS2_PER_MSUN, UnitSystem
 
 HEADER_BYTES = 32
+log = logging.getLogger(__name__)
 SUFFIXES = (".tipsy", ".std", ".bin")
 GALAXY_MAX = np.iinfo(np.int16).max
 
@@ -407,6 +409,9 @@ def read_snapshot(path) -> tuple[ParticleState, dict, UnitSystem | None]:
     if units is None and snap.pad != 0:
         units = BONSAI_UNITS
         state.meta["flavour"] = "bonsai"
+    elif not param_path(path).is_file():
+        log.warning("%s: no %s beside it; read in N-body units (G = 1), with the default dt, "
+                    "theta and eps unless given", path, param_path(path).name)
     return state, found, units
 
 

@@ -8,17 +8,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-G_KPC_KMS2_PER_MSUN = 4.30091727e-6  # G in kpc (km/s)^2 / Msun
-KPC_KM = 3.0856775814913673e16
-KPC_CM = KPC_KM * 1e5
-MYR_S = 3.15576e13
-MSUN_G = 1.98892e33  # one solar mass in grams (Gadget's value)
-G_SI = 6.674e-11  # m^3 kg^-1 s^-2: the ring scenes' G (SI units)
+# The physical constants of the package, defined here only (tests/test_units.py checks them
+# against astropy): CODATA 2018 G, IAU 2015 nominal solar mass, IAU 2012 au-based parsec,
+# Julian year.
+G_SI = 6.6743e-11  # m^3 kg^-1 s^-2 (the ring scenes' G: SI units)
+G_CGS = G_SI * 1e3  # cm^3 g^-1 s^-2
+MSUN_KG = 1.988409870698051e30  # GM_sun / G
+MSUN_G = MSUN_KG * 1e3
+PC_M = 3.0856775814913673e16  # 648000 / pi au
+KPC_M = PC_M * 1e3
+KPC_KM = KPC_M * 1e-3
+KPC_CM = KPC_M * 1e2
+YR_S = 365.25 * 86400.0  # Julian year
+MYR_S = YR_S * 1e6
+G_KPC_KMS2_PER_MSUN = G_SI * MSUN_KG / KPC_M / 1e6  # G in kpc (km/s)^2 / Msun
 
 
 def in_seconds(G: float) -> bool:
-    """True for a scene in SI units (G = G_SI: the ring scenes), whose time is in seconds."""
-    return G == G_SI
+    """True for a scene in SI units (G = G_SI, to 1e-3: the ring scenes), whose time is in
+    seconds."""
+    return abs(G / G_SI - 1.0) < 1e-3
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ arrays of one dtype and width travel as they are, counted in rows (Alltoallv): w
 """
 from __future__ import annotations
 
+import logging
 import os
 import pickle
-import sys
 import threading
 import time
 
@@ -183,8 +183,7 @@ class Comm:
             self._watchdog.disarm()
 
     def abort(self, message: str, code: int = 3) -> None:
-        print(f"galaxyview: error: {message}; stopping every process", file=sys.stderr,
-              flush=True)
+        logging.getLogger(__name__).error("%s; stopping every process", message)
         self.comm.Abort(code)
 
     # -- arrays ----------------------------------------------------------------------------
