@@ -124,13 +124,13 @@ def test_window_and_headless_recording_give_the_same_frames(window, qtbot):
 def test_saving_into_a_read_only_folder_says_so(window, monkeypatch, tmp_path):
     """A read-only file system refuses the temporary file and its removal alike (EROFS)."""
     import errno
-    from pathlib import Path
+    import os
 
-    def refuse(self, *args, **kwargs):
-        raise OSError(errno.EROFS, "Read-only file system", str(self))
+    def refuse(path, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(path))
 
-    monkeypatch.setattr(Path, "write_text", refuse)
-    monkeypatch.setattr(Path, "unlink", refuse)
+    monkeypatch.setattr(os, "open", refuse)  # (the temporary file is made with os.open)
+    monkeypatch.setattr(os, "unlink", refuse)
     window.set_camera_path(PATH)
     out = tmp_path / "path.toml"
     assert not window.save_camera_path(out, overwrite=True)
