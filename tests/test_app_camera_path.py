@@ -43,6 +43,7 @@ def _painted(w, qtbot):
     qtbot.waitUntil(lambda: w.canvas.frames_drawn > drawn, timeout=WAIT_MS)
 
 
+@pytest.mark.slow
 def test_add_select_move_delete_save_load_and_follow(window, qtbot, tmp_path):
     w, k = window, window.panel.keyframes
     cam = w.canvas.camera
@@ -87,6 +88,7 @@ def test_add_select_move_delete_save_load_and_follow(window, qtbot, tmp_path):
     assert np.allclose(cam.eye, eye, atol=1e-6) and cam.fov_deg == pytest.approx(fov)
 
 
+@pytest.mark.slow
 def test_window_and_headless_recording_give_the_same_frames(window, qtbot):
     from galaxyview.movie.recorder import RecordOptions, record_frames
     from galaxyview.render.offscreen import OffscreenRenderer

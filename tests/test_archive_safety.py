@@ -120,6 +120,7 @@ def test_a_second_ctrl_c_in_an_append_during_run_keeps_every_snapshot_whole(caps
     where signals are not held): the run stops, the message's snapshot is whole, a restart
     from the archive is bit-exact."""
     path = tmp_path / "run.h5"
+    monkeypatch.chdir(tmp_path)  # (where a rescue file would go)
     calls, original = [0], h5py.Group.create_dataset
     per_snapshot = 13  # pos vel mass radius component galaxy ids acc pot, exact/ pos vel acc pot
 

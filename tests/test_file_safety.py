@@ -101,6 +101,27 @@ def test_saving_into_a_read_only_folder_is_one_clear_error(read_only, name):
     assert "folder" in said
 
 
+@pytest.fixture
+def read_only_mount(tmp_path):
+    """A real read-only file system (a tmpfs mounted ro; needs root, else skipped: the
+    `read_only` fixture above stands in for it)."""
+    folder = tmp_path / "ro-mount"
+    folder.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {proc.stderr.strip()}")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_the_apis_save_on_a_read_only_file_system_says_so(read_only_mount):
+    with gv.open("plummer", backend="cpu", n=64) as sim:
+        for name in ("state.h5", "state.tipsy"):
+            with pytest.raises(SnapshotError, match="Read-only file system"):
+                sim.save(read_only_mount / name)
+
+
 def test_saving_a_camera_path_keeps_the_users_own_tmp_file(tmp_path):
     path = tmp_path / "orbit.toml"
     mine = tmp_path / "orbit.toml.tmp"

@@ -15,7 +15,7 @@ from galaxyview.model.params import Params
 
 import mpirun
 
-pytestmark = [pytest.mark.mpi]
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]  # each starts mpirun: seconds apiece
 N, STEPS = 3000, 8
 
 if shutil.which("mpirun") is None:
