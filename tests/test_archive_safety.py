@@ -250,3 +250,16 @@ def test_ctrl_c_during_an_append_comes_after_it(tmp_path, monkeypatch):
         writer.close()
     with Archive(path) as store:
         assert [s.steps for s in store] == [0, 5]
+
+
+def test_a_damaged_last_snapshot_is_reported_not_skipped(tmp_path):
+    """A last 'snapshot' that is no group at all is damage, not a cut append: reading it
+    says so (SnapshotError), opening the archive does not fail."""
+    path = tmp_path / "run.h5"
+    _old_archive(path, partial=False)
+    with h5py.File(path, "a") as f:
+        f["snapshots"].create_dataset("000002", data=np.zeros(3))
+    with Archive(path) as store:
+        assert len(store) == 3
+        with pytest.raises(gv.SnapshotError, match="000002"):
+            store[-1]

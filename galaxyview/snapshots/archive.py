@@ -325,11 +325,16 @@ _LAST_WRITTEN = ("pos", "vel", "mass", "radius", "component", "galaxy", "ids", "
 def _complete(f, name: str) -> bool:
     """Snapshot `name` was written to the end: marked complete, or (an archive from before the
     marks) holding every dataset the writer made, acc and pot where it has energies."""
-    g = f["snapshots"][name]
-    if f.attrs.get("complete_marks", False):
-        return bool(g.attrs.get("complete", False))
-    return all(k in g for k in _LAST_WRITTEN) and (
-        "kinetic" not in g.attrs or ("acc" in g and "pot" in g))
+    try:
+        g = f["snapshots"][name]
+        if not isinstance(g, _h5py().Group):
+            return True
+        if f.attrs.get("complete_marks", False):
+            return bool(g.attrs.get("complete", False))
+        return all(k in g for k in _LAST_WRITTEN) and (
+            "kinetic" not in g.attrs or ("acc" in g and "pot" in g))
+    except (TypeError, KeyError, ValueError, OSError):  # damaged, not cut: reading says so
+        return True
 
 
 def _read_snapshot(g) -> ExactState:
