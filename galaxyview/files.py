@@ -1,12 +1,29 @@
-"""Checks made before any work that would end in writing a user's file; reading one that
-is a regular file, no more than its size."""
+"""Writing a user's file safely: checks made before any work, names made from data
+(`safe_name`), and temporary files beside the target (`open_temp`, `temp_beside`); reading one
+that is a regular file, no more than its size (`read_bytes`).
+
+A temporary file is `.NAME.galaxyview-PID-RANDOM.SUFFIX` (hidden, unique, never a user's
+file); the write renames it onto NAME when complete. One left by a process that was killed
+(SIGKILL, a power cut) is removed by the next `open_temp` for the same NAME once its process
+is gone and the file is older than the current process: the pattern is galaxyview's alone.
+"""
 from __future__ import annotations
 
+import contextlib
 import errno
+import logging
 import os
+import re
+import secrets
+import time
+import unicodedata
 from pathlib import Path
 
 from galaxyview.errors import GalaxyviewError
+
+log = logging.getLogger(__name__)
+_STARTED = time.time()  # (about) when this process started: older temporary files are stale
+TEMP_TAG = "galaxyview"
 
 
 def check_output_path(path, overwrite: bool = False, error=GalaxyviewError,
@@ -97,3 +114,89 @@ def read_bytes(path, error=GalaxyviewError, what: str = "file") -> bytes:
             check_regular(path, error, what)
             raise error(f"{path}: not a regular file; give the path of a {what} saved on disk")
         return f.read(info.st_size)
+
+
+def safe_name(text, fallback: str = "galaxyview", limit: int = 80) -> str:
+    """A file name made from data (a scene's name, a title): one path component of letters,
+    digits and `-_.+`, other runs of characters (`/`, spaces, `..`) as `_` or `.`; no leading
+    dot; at most `limit` characters; `fallback` when nothing is left. "NGC 4038/39" gives
+    "NGC_4038_39", "../x" gives "x"."""
+    text = unicodedata.normalize("NFC", str(text))
+    name = re.sub(r"\.{2,}", ".", re.sub(r"[^\w.+-]+", "_", text))
+    name = name.strip("._-")[:limit].rstrip("._-")
+    return name or fallback
+
+
+def _temp_pattern(path: Path) -> re.Pattern:
+    return re.compile(rf"\.{re.escape(path.name)}\.{TEMP_TAG}-(\d+)-[0-9a-f]{{8}}\.(part|tmp)")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (EPERM: another user's process)
+        return True
+    return True
+
+
+def remove_stale_temps(path) -> list[Path]:
+    """Remove the temporary files of `path` that a killed galaxyview process left: its name
+    pattern, its process gone, older than this process. Returns those removed."""
+    path = Path(path)
+    pattern, removed = _temp_pattern(path), []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or int(match[1]) == os.getpid() or _alive(int(match[1])):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_mtime >= _STARTED or \
+                    not entry.is_file(follow_symlinks=False):
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        log.warning("removed %s, a temporary file left by a galaxyview process (%s) that was "
+                    "killed while writing %s", entry.path, match[1], path.name)
+        removed.append(Path(entry.path))
+    return removed
+
+
+def open_temp(path, suffix: str = ".tmp") -> tuple[Path, int]:
+    """A new hidden temporary file beside `path` (`suffix` .tmp or .part; permissions from the
+    umask), after removing stale ones: (its path, a file descriptor open for writing).
+    OSError where the folder refuses it."""
+    path = Path(path)
+    remove_stale_temps(path)
+    for _ in range(20):
+        temp = path.with_name(f".{path.name}.{TEMP_TAG}-{os.getpid()}-{secrets.token_hex(4)}"
+                              f"{suffix}")
+        try:
+            return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path}: cannot make a temporary file name in {path.parent}")
+
+
+def remove_quietly(path) -> None:
+    """Remove a temporary file; a folder that refuses (read-only: EROFS, EACCES) or a file
+    already gone is no error, so the write's own error is the one reported."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def temp_beside(path, suffix: str = ".tmp"):
+    """`open_temp` as (path, binary file); the temporary file is removed on leaving unless the
+    body renamed it into place (os.replace)."""
+    temp, fd = open_temp(path, suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield temp, f
+    finally:
+        remove_quietly(temp)

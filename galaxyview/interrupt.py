@@ -93,3 +93,20 @@ class Noticed:
     def check(self) -> None:
         if self.came:
             raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def held():
+    """Inside: a Ctrl-C (or SIGTERM, SIGHUP taken as one) waits; on leaving, it reaches the
+    handler that was there before (at most twice), so a write in hand is never cut short
+    (when the write fails, its error goes on and the held Ctrl-C is dropped). Nothing is held
+    outside the main thread or where SIGINT is ignored."""
+    came: list[int] = []
+
+    def make(previous):
+        return None if previous is signal.SIG_IGN else lambda signum, frame: came.append(signum)
+
+    with _sigint(make):
+        yield
+    for _ in came[:2]:
+        signal.raise_signal(signal.SIGINT)

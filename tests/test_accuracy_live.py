@@ -107,6 +107,7 @@ def test_gpu_readout_matches_the_host_reference_and_costs_little(n):
 
 
 @pytest.mark.parametrize("backend", ["reference", "cpu"])
+@pytest.mark.slow
 def test_ring_readout_counts_the_ghost_boxes_and_none_without_self_gravity(backend):
     """The tree's forces include the sheet's ghost boxes; so must the direct sum it is checked
     against (without them the readout showed errors of about 60%)."""

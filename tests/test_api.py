@@ -63,6 +63,7 @@ def test_bad_values_while_running_are_the_programs_errors():
         gv.load("does-not-exist.h5")
 
 
+@pytest.mark.slow
 def test_physical_units_on_request():
     astropy_units = pytest.importorskip("astropy.units")
     with gv.open("milky-way", backend="cpu", n=200) as sim:

@@ -17,6 +17,7 @@ def galaxyview(*args, env=None, timeout=120):
                           text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.slow
 def test_screenshot_runs_k_frames_and_saves_the_canvas(tmp_path):
     out = tmp_path / "shot.png"
     r = galaxyview("plummer", "--backend", "cpu", "--n", "1500", "--theta", "0.6",
@@ -27,6 +28,7 @@ def test_screenshot_runs_k_frames_and_saves_the_canvas(tmp_path):
     assert img.ndim == 3 and (img[..., :3].max(axis=-1) > 40).mean() > 0.002
 
 
+@pytest.mark.slow
 def test_no_display_says_what_to_do():
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY",
                                                              "QT_QPA_PLATFORM")}
@@ -41,6 +43,7 @@ def test_no_display_says_what_to_do():
     (["plummer", "--screenshot", "/no/such/folder/x.png"], "does not exist"),
     (["plummer", "--screenshot", "shot.jpg"], ".png"),
 ])
+@pytest.mark.slow
 def test_bad_input_is_one_clear_line(args, message):
     r = galaxyview(*args, "--backend", "cpu", "--n", "500")
     assert r.returncode == 2
@@ -54,6 +57,7 @@ def _env(tmp_path, **changes):
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.slow
 def test_opens_playing_and_a_signal_closes_it_cleanly(tmp_path, sig, code):
     p = subprocess.Popen([sys.executable, "-m", "galaxyview", "plummer", "--backend", "cpu",
                           "--n", "800"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -72,6 +76,7 @@ def test_opens_playing_and_a_signal_closes_it_cleanly(tmp_path, sig, code):
     assert steps > 0  # it played without being asked
 
 
+@pytest.mark.slow
 def test_auto_backend_says_which_engine_and_why(tmp_path):
     from galaxyview.engines import resolve_backend
 
@@ -83,6 +88,7 @@ def test_auto_backend_says_which_engine_and_why(tmp_path):
     assert why in r.stdout  # "CPU engine (pycuda is not installed ...)" or the GPU's name
 
 
+@pytest.mark.slow
 def test_screenshot_refuses_to_overwrite_without_overwrite(tmp_path):
     out = tmp_path / "shot.png"
     out.write_bytes(b"precious")
@@ -107,6 +113,7 @@ def test_screenshot_refuses_to_overwrite_without_overwrite(tmp_path):
     ({"QT_QPA_PLATFORM": "wayland", "WAYLAND_DISPLAY": None, "XDG_RUNTIME_DIR": None},
      ["XDG_RUNTIME_DIR is not set", "xvfb-run"]),
 ])
+@pytest.mark.slow
 def test_unusable_platform_or_display_is_one_line_and_exit_2(tmp_path, changes, words):
     if changes.get("XDG_RUNTIME_DIR") == "tmp":
         changes = dict(changes, XDG_RUNTIME_DIR=str(tmp_path))

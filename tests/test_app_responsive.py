@@ -14,6 +14,7 @@ ANSWER_S = 0.1
 WAIT_MS = 20_000
 
 
+@pytest.mark.slow
 def test_pause_camera_and_quit_answer_during_a_slow_step(qtbot):
     from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
 

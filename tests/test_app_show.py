@@ -55,6 +55,7 @@ def show(qtbot, playlist):
     assert wait_for_workers(WAIT_MS)
 
 
+@pytest.mark.slow
 def test_cycles_the_playlist_with_captions_fade_and_camera(show, qtbot):
     w = show.window
     assert show.index == 0 and w.sim.name == "plummer" and w.playing
@@ -71,6 +72,7 @@ def test_cycles_the_playlist_with_captions_fade_and_camera(show, qtbot):
     assert w.sim.name == "plummer" and w.sim.engine.steps_done >= 0
 
 
+@pytest.mark.slow
 def test_input_hands_control_back_and_idleness_resumes(show, qtbot):
     from PyQt6.QtCore import Qt
 
@@ -92,6 +94,7 @@ def test_input_hands_control_back_and_idleness_resumes(show, qtbot):
     assert show.index != item and w.playing and not w.splitter.widget(1).isVisible()
 
 
+@pytest.mark.slow
 def test_cli_show_plays_k_scenes_and_bad_playlists_are_one_line(tmp_path):
     f = tmp_path / "two.toml"
     f.write_text(PLAYLIST)
@@ -139,6 +142,7 @@ def test_the_shipped_default_playlist_names_shipped_scenes():
         assert item.captions and item.captions[0].time == 0.0
 
 
+@pytest.mark.slow
 def test_the_next_scene_after_a_follow_item_is_framed_and_drawn(qtbot, tmp_path):
     """The follow camera's point belongs to its item's engine, closed when the next opens."""
     from galaxyview.app.show import ShowController

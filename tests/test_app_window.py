@@ -182,6 +182,7 @@ def test_keyboard_shortcuts(window, qtbot):
     window.help_dialog.close()
 
 
+@pytest.mark.slow
 def test_screenshot_is_lit_and_successive_frames_differ(window, qtbot):
     first = window.canvas.render_image()
     h, w = first.shape[:2]
@@ -322,6 +323,7 @@ def test_live_force_error_follows_theta_in_the_hud(window, qtbot):
     assert "force error" not in window.hud.text() and s.worker.accuracy_targets is None
 
 
+@pytest.mark.slow
 def test_timeline_scrub_rewinds_and_a_branch_follows_in_the_energy_plot(window, qtbot):
     bar, s = window.timeline_bar, window.session
     bar.every.setValue(2)

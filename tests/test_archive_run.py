@@ -26,6 +26,7 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_restart_is_bit_identical_on_the_cpu(tmp_path):
     """200 steps straight equal 100 steps, a snapshot, a restart from it and 100 steps."""
     with gv.open("plummer", backend="cpu", n=300, dt=0.01, eps=0.05) as sim:
@@ -109,6 +110,7 @@ def test_a_nan_keeps_the_last_good_state_and_says_where(capsys, tmp_path, nan_in
     assert read(out).exact.steps == 5
 
 
+@pytest.mark.slow
 def test_sigint_during_run_writes_a_readable_last_state(tmp_path):
     arc = tmp_path / "long.h5"
     env = dict(os.environ, PYTHONPATH=os.getcwd())

@@ -17,6 +17,7 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_help_on_every_command():
     for cmd in ([], ["run"], ["accuracy"], ["bench"], ["scenes"], ["record"], ["view"]):
         proc = subprocess.run([sys.executable, "-m", "galaxyview", *cmd, "--help"],
@@ -110,6 +111,7 @@ def test_run_out_refuses_a_name_it_cannot_save_before_work(capsys, monkeypatch, 
     assert not (tmp_path / "final.txt").exists()
 
 
+@pytest.mark.slow
 def test_open_simulation_reports_the_particles_made(monkeypatch):
     import io
     import sys
@@ -174,6 +176,7 @@ def test_bench_times_a_scene_with_its_parameters(capsys):
     assert "wall" in out.splitlines()[1].split()
 
 
+@pytest.mark.slow
 def test_bench_json_on_a_terminal_is_json_alone(tmp_path):
     """On a terminal (mpirun gives its ranks one) --json prints the JSON and nothing after:
     numba, compiling the CPU engine, would colour its errors through colorama, whose exit

@@ -27,6 +27,7 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_sigterm_stops_a_run_after_its_step_and_keeps_the_state(tmp_path):
     out = tmp_path / "end.h5"
     proc = subprocess.Popen([sys.executable, "-m", "galaxyview", "run", "plummer", "--n", "400",

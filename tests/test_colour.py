@@ -161,6 +161,7 @@ def test_each_mode_draws_a_different_picture(renderer):
         e.close()
 
 
+@pytest.mark.slow
 def test_a_colour_range_from_a_sample_of_a_large_state():
     """engine_values with a count: a strided sample of the state (Engine.sample_state) for
     the modes of one particle's own values, whose map ends are the whole state's; the

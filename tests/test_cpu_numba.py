@@ -127,6 +127,7 @@ def test_unsoftened_coincident_particles_stay_finite():
     np.testing.assert_allclose(a, a0, rtol=1e-5, atol=1e-5 * np.abs(a0).max())
 
 
+@pytest.mark.slow
 def test_energy_conservation_no_worse_than_the_reference():
     """Antennae, 2000 particles, 150 steps (docs/cpu-engine.md has 1000 steps at 20k)."""
     state = load_scene("antennae").build(n=2000)

@@ -190,6 +190,7 @@ def sphere16k():
     return t, acc, pot
 
 
+@pytest.mark.slow
 def test_force_errors_grow_with_theta_and_meet_targets(sphere16k):
     t, acc_ref, pot_ref = sphere16k
     errs, pot_errs, counts = {}, {}, {}
@@ -208,6 +209,7 @@ def test_force_errors_grow_with_theta_and_meet_targets(sphere16k):
         assert sum(counts[lo]) > sum(counts[hi])
 
 
+@pytest.mark.slow
 def test_quadrupole_terms_help(sphere16k):
     t, acc_ref, pot_ref = sphere16k
     acc_q, pot_q, *_ = tree_forces(t, 0.5, 0.05, quadrupole=True)
@@ -248,6 +250,7 @@ def test_coincident_particles_without_softening_stay_finite():
     assert np.median(relative_force_errors(acc, acc_ref)) < 1e-2
 
 
+@pytest.mark.slow
 def test_threads_and_parts_do_not_change_the_result(sphere16k):
     t = sphere16k[0]
     one = tree_forces(t, 0.5, 0.05, workers=1)

@@ -43,6 +43,7 @@ def _integrate_two_body(pos, vel, mass, t_end, steps=20000):
 
 
 @pytest.mark.parametrize("e", [0.5, 1.0, 1.8])
+@pytest.mark.slow
 def test_kepler_state_has_the_requested_pericentre_and_timing(e):
     mass, q, r0 = 3.0, 2.0, 5.0
     pos, vel = kepler.relative_state(mass, q, e, r0)
@@ -236,6 +237,7 @@ def test_shipped_encounters_report_times_to_pericentre():
 
 
 @pytest.mark.parametrize("name", ["mw-andromeda", "antennae", "bonsai-merger"])
+@pytest.mark.slow
 def test_shipped_encounters_reach_the_requested_pericentre(name):
     """Direct summation of the scene at 1500 particles: the centres of mass of the two
     galaxies' stars (disk, bulge, black hole) follow the orbit model to the first pericentre

@@ -87,6 +87,7 @@ def _nvcc(tmp_path, text, arch, *flags):
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+@pytest.mark.slow
 def test_kernels_compile(tmp_path, arch):
     run = _nvcc(tmp_path, module.source_text(MODULES), arch,
                 *defines_flags(constants.defines()))

@@ -86,6 +86,7 @@ def _triple(integrator):
     return eng
 
 
+@pytest.mark.slow
 def test_block_steps_follow_the_shared_step():
     block, shared = _triple("hermite4"), _triple("hermite4-shared")
     lb, ls = block.time_steps(), shared.time_steps()
@@ -97,6 +98,7 @@ def test_block_steps_follow_the_shared_step():
 
 
 @pytest.mark.parametrize("integrator", ["hermite4", "hermite4-shared"])
+@pytest.mark.slow
 def test_against_rebound_ias15(integrator):
     """N = 64 Plummer, eps = 0, one N-body time unit: every position within 1e-6 of IAS15's."""
     rebound = pytest.importorskip("rebound", reason="rebound is a test dependency")

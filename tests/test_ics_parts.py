@@ -16,6 +16,7 @@ from galaxyview.model.state import Component
 
 @pytest.mark.parametrize("cuts", [[0, 5, CHUNK - 1, CHUNK + 3, 2 * CHUNK + 7],
                                   [0, 2 * CHUNK + 7]])
+@pytest.mark.slow
 def test_any_split_gives_the_same_particles(cuts):
     maker = PlummerParts(2 * CHUNK + 7, seed=4)
     whole = maker.part(0, maker.n)
@@ -115,6 +116,7 @@ def test_a_plummer_scene_made_in_parts_keeps_its_place():
     assert total[4:7] / total[0] == pytest.approx([0.5, 0.0, -0.25], abs=1e-5)
 
 
+@pytest.mark.slow
 def test_worker_processes_make_the_same_part():
     """A part of several chunks made by spawned workers (runs cut at chunk multiples, a
     galaxy's blocks cut across) is the part made here, bit for bit."""
@@ -128,6 +130,7 @@ def test_worker_processes_make_the_same_part():
 
 
 @pytest.mark.parametrize("workers", [1, MIN_WORKERS])
+@pytest.mark.slow
 def test_progress_counts_every_particle_once(workers):
     maker = load_scene("mw-andromeda").maker(2_600_000)
     made = []

@@ -15,7 +15,7 @@ from galaxyview.model.params import Params
 
 import mpirun
 
-pytestmark = [pytest.mark.mpi]
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]  # each starts mpirun: seconds apiece
 N, STEPS = 3000, 8
 
 if shutil.which("mpirun") is None:
@@ -146,7 +146,8 @@ def test_the_window_over_two_processes_draws_the_scene_made_there(tmp_path):
         out = tmp_path / f"p{len(procs)}.png"
         done = mpirun.galaxyview("mw-andromeda", "--backend", "reference", "--n", "3000",
                                  *procs, "--screenshot", out, "--frames", "0", timeout=180,
-                                 GALAXYVIEW_THREADS="1")
+                                 GALAXYVIEW_THREADS="1",  # (each its own settings: window size)
+                                 XDG_CONFIG_HOME=str(tmp_path / f"config{len(procs)}"))
         assert done.returncode == 0, done.stderr[-3000:]
         shots.append(iio.imread(out)[..., :3].astype(int))
     got, want = shots

@@ -134,6 +134,7 @@ def _size(path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_sigint_exits_130_with_valid_movie(tmp_path):
     """The real thing: SIGINT to the command while it records."""
     out = tmp_path / "sigint.mp4"

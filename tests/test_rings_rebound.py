@@ -69,6 +69,7 @@ def summary(samples, hits):
                 collision_rate=2 * hits / N / len(samples))
 
 
+@pytest.mark.slow
 def test_equilibrium_ring_agrees_with_rebound():
     scene = load_scene("ring-equilibrium")
     state = scene.build(N)

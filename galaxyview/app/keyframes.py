@@ -7,6 +7,7 @@ from PyQt6.QtCore import QSignalBlocker
 from PyQt6.QtWidgets import (QCheckBox, QDoubleSpinBox, QFileDialog, QGridLayout, QGroupBox,
                              QListWidget, QPushButton)
 
+from galaxyview.app.recording import suggested_name
 from galaxyview.errors import GalaxyviewError
 from galaxyview.render.camera_path import CameraPath, Keyframe
 
@@ -138,8 +139,9 @@ class KeyframeActions:
         if not len(self.camera_path):
             self.show_error("No keyframes", "add keyframes (Key) before saving a camera path")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Save the camera path", "camera-path.toml",
-                                              PATH_FILTER)
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save the camera path", suggested_name(self.source_name, "-camera.toml"),
+            PATH_FILTER)
         if path:
             self.save_camera_path(path, overwrite=True)  # the dialog asked about replacing
 

@@ -5,6 +5,7 @@ the movie's rate, the last image is repeated, so movie time stays real time what
 frame rate is."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from PyQt6.QtCore import QObject, QTimer
 from PyQt6.QtWidgets import QFileDialog
 
 from galaxyview.errors import GalaxyviewError
+from galaxyview.files import safe_name, temp_beside
 
 
 def movie_available() -> str | None:
@@ -69,11 +71,19 @@ def save_png(path, rgb) -> Path:
         raise GalaxyviewError(f"{path}: screenshots are PNG files; give a name ending in .png")
     if not path.parent.is_dir():
         raise GalaxyviewError(f"{path}: the folder {path.parent} does not exist; create it first")
-    try:
-        iio.imwrite(path, rgb)
+    try:  # a temporary file renamed into place: a failed write leaves the old file
+        with temp_beside(path) as (tmp, f):
+            iio.imwrite(f, rgb, extension=".png")
+            f.close()
+            os.replace(tmp, path)
     except OSError as exc:
         raise GalaxyviewError(f"{path}: cannot write it ({exc.strerror or exc})") from None
     return path
+
+
+def suggested_name(source, suffix: str) -> str:
+    """A save dialog's first file name: the scene's or file's name (files.safe_name)."""
+    return safe_name(Path(str(source)).stem if source else "") + suffix
 
 
 class RecordingActions:
@@ -83,7 +93,8 @@ class RecordingActions:
         if self.recorder is not None:
             self.stop_recording()
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Record a movie", "galaxyview.mp4",
+        path, _ = QFileDialog.getSaveFileName(self, "Record a movie",
+                                              suggested_name(self.source_name, ".mp4"),
                                               "H.264 movies (*.mp4)")
         if path:
             self.start_recording(path, overwrite=True)  # the dialog asked about replacing
@@ -117,7 +128,8 @@ class RecordingActions:
         self.panel.record.setText("Stop recording" if on else "Record…")
 
     def screenshot_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save a screenshot", "galaxyview.png",
+        path, _ = QFileDialog.getSaveFileName(self, "Save a screenshot",
+                                              suggested_name(self.source_name, ".png"),
                                               "PNG images (*.png)")
         if path:
             try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from galaxyview.cli import common
 from galaxyview.cli.output import making_bar, print_json, progress_bar, say
 from galaxyview.errors import GalaxyviewError
-from galaxyview.files import check_output_path
+from galaxyview.files import check_output_path, safe_name
 
 ENERGY_WARN = 0.01  # a relative energy error above this gets a note
 RESCUE_AFTER_S = 60.0  # a run without --archive or --out keeps its state when it ran this long
@@ -58,7 +58,13 @@ def _ask_overwrite(paths: list[Path], overwrite: bool) -> bool:
     existing = [p for p in paths if p.is_file()]
     if existing and not overwrite and sys.stdin is not None and sys.stdin.isatty():
         names = " and ".join(map(str, existing))
-        return input(f"{names} exist(s). Overwrite? [y/N] ").strip().lower() in ("y", "yes")
+        try:
+            answer = input(f"{names} exist(s). Overwrite? [y/N] ")
+        except EOFError:  # Ctrl-D: no answer is a no
+            print(file=sys.stderr)
+            say("galaxyview run: no answer (end of input): the existing file is kept")
+            return False
+        return answer.strip().lower() in ("y", "yes")
     return overwrite
 
 
@@ -201,7 +207,7 @@ def _rescue(sim, exact=None) -> str:
         return f"the engine's state is not usable ({exc}); nothing could be saved"
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     for folder in (Path.cwd(), Path(tempfile.gettempdir())):
-        path = folder / f"{sim.name}-rescue-{stamp}.h5"
+        path = folder / f"{safe_name(sim.name)}-rescue-{stamp}.h5"
         try:
             archive.save_exact(path, exact, sim.run_info())
             return f"the last good state (t = {exact.time:g}) was written to {path}"

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
+from galaxyview.files import open_temp, remove_quietly
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.params import Params, check_eps
 from galaxyview.model.state import Component, ParticleState
@@ -299,12 +299,16 @@ def _check_target(path: Path, overwrite: bool) -> None:
 
 def _write_temp(path: Path, write) -> Path:
     """A new temporary file beside `path`, filled by write(file); nothing is left on failure."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
-        with open(tmp, "xb") as f:
+        tmp, fd = open_temp(path)
+    except OSError as exc:
+        raise SnapshotError(f"{path}: cannot write it ({exc.strerror or exc}); choose a "
+                            f"folder you can write to") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
             write(f)
     except BaseException as exc:
-        tmp.unlink(missing_ok=True)
+        remove_quietly(tmp)
         if isinstance(exc, OSError):
             raise SnapshotError(f"{path}: cannot write it ({exc.strerror or exc})") from None
         raise
@@ -315,7 +319,7 @@ def _rename(tmp: Path, path: Path) -> None:
     try:
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        remove_quietly(tmp)
         raise SnapshotError(f"{path}: cannot write it ({exc.strerror or exc})") from None
 
 
@@ -465,7 +469,7 @@ def save_state(path, state: ParticleState, params: Params | None = None, potenti
         write_tipsy(path, snap, byteorder=byteorder, overwrite=overwrite)
     except BaseException:
         for tmp in staged.values():
-            tmp.unlink(missing_ok=True)
+            remove_quietly(tmp)
         raise
     for aux, tmp in staged.items():  # last: a failed snapshot write leaves the old files
         _rename(tmp, aux)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import queue
-import secrets
 import subprocess
 import threading
 from collections import deque
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError
-from galaxyview.files import check_output_path
+from galaxyview.files import check_output_path, open_temp, remove_quietly
 
 SUFFIXES = (".mp4",)
 PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower")
@@ -46,26 +45,21 @@ def check_output(path, overwrite: bool = False) -> Path:
     path = check_output_path(path, overwrite, error=MovieError)
     temp, fd = _open_temp(path)
     os.close(fd)
-    os.unlink(temp)
+    remove_quietly(temp)
     return path
 
 
 def _open_temp(path: Path) -> tuple[Path, int]:
-    """Create a new hidden file beside `path` (permissions from the umask); (name, fd)."""
-    for _ in range(20):
-        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue
-        except PermissionError:
-            raise MovieError(f"{path}: no permission to write in {path.parent}; choose a "
-                             "folder you can write to") from None
-        except OSError as exc:
-            raise MovieError(f"{path}: cannot write in {path.parent} ({exc.strerror}); "
-                             "choose another folder") from None
-        return temp, fd
-    raise MovieError(f"{path}: cannot create a temporary file in {path.parent}")
+    """A new hidden file beside `path` (files.open_temp: .NAME.galaxyview-PID-RANDOM.part;
+    stale ones a killed recording left are removed first); (name, fd)."""
+    try:
+        return open_temp(path, ".part")
+    except PermissionError:
+        raise MovieError(f"{path}: no permission to write in {path.parent}; choose a "
+                         "folder you can write to") from None
+    except OSError as exc:
+        raise MovieError(f"{path}: cannot write in {path.parent} ({exc.strerror or exc}); "
+                         "choose another folder") from None
 
 
 def check_size(size) -> tuple[int, int]:
@@ -311,7 +305,4 @@ class MovieWriter:
             feeder.join(timeout=5)
 
     def _remove_temp(self) -> None:
-        try:
-            self.temp_path.unlink()
-        except FileNotFoundError:
-            pass
+        remove_quietly(self.temp_path)

@@ -17,14 +17,14 @@ overshoot). Before the first and after the last keyframe the camera holds still.
 """
 from __future__ import annotations
 
-import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from galaxyview.errors import ParameterError, SceneError
-from galaxyview.files import check_output_path
+from galaxyview.files import check_output_path, temp_beside
 from galaxyview.model.validate import Table, read_toml
 
 FOV_RANGE = (1.0, 170.0)
@@ -127,13 +127,12 @@ class CameraPath:
         text = ("# a galaxyview camera path: eye, target (what it looks at) and field of view "
                 "(degrees)\n# at simulation times (N-body units); docs/viewer.md\n"
                 + tomli_w.dumps(doc))
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            tmp.write_text(text)
-            tmp.replace(path)
+        try:  # a hidden temporary file of our own (never the user's NAME.tmp), then renamed
+            with temp_beside(path) as (tmp, f):
+                f.write(text.encode())
+                f.close()
+                os.replace(tmp, path)
         except OSError as exc:
-            with contextlib.suppress(OSError):  # a read-only folder refuses the removal too
-                tmp.unlink()
             raise ParameterError(f"{path}: cannot write it ({exc.strerror or exc})") from None
         return path
 

@@ -8,8 +8,12 @@ attributes time, steps, params (JSON), engine kind, gravity, kinetic and potenti
 datasets pos, vel (N, 3) float32, mass, radius float32, component uint8, galaxy int16, ids
 uint64, acc (N, 3) and pot float32; `exact/` pos, vel, acc, pot in the engine's float64 where
 it has them; `integrator/` the integrator's saved state (arrays as datasets, scalars as
-attributes). The first snapshot goes to a temporary file renamed into place, later ones are appended and
-flushed, so a crash loses at most the interval being computed.
+attributes). The first snapshot goes to a temporary file renamed into place. A later one is
+written under /writing, marked `complete` and moved into /snapshots as the last act, then
+flushed, with Ctrl-C held meanwhile: a snapshot is complete or absent, and a crash loses at most
+the interval being computed. Readers skip an incomplete last snapshot (one without the mark in
+an archive whose root says `complete_marks`, or one missing datasets in an older archive) with
+a warning.
 """
 from __future__ import annotations
 
@@ -17,14 +21,15 @@ import dataclasses
 import datetime
 import errno
 import json
+import logging
 import os
-import secrets
 from pathlib import Path
 
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError, SnapshotError
-from galaxyview.files import check_free_space, check_output_path
+from galaxyview.files import check_free_space, check_output_path, temp_beside
+from galaxyview.interrupt import held
 from galaxyview.model import diagnostics
 from galaxyview.model.exact import ExactState
 from galaxyview.model.finite import NonFiniteError, non_finite
@@ -39,6 +44,8 @@ FORMAT_VERSION = 1
 SUFFIXES = (".h5", ".hdf5", ".gva")
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 BYTES_PER_PARTICLE = 4 * (3 + 3 + 1 + 1 + 3 + 1) + 1 + 2 + 8 + 8 * (3 + 3 + 3 + 1)
+WRITING = "writing"  # where an appended snapshot is built before its move into /snapshots
+log = logging.getLogger(__name__)
 
 
 def _h5py():
@@ -69,6 +76,9 @@ def _disk_error(path: Path, exc: BaseException, what: str) -> SnapshotError:
     if full:
         return SnapshotError(f"{path}: the disk is full: {what} failed; free some space or "
                              f"write elsewhere")
+    if getattr(exc, "errno", None) in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return SnapshotError(f"{path}: {what} failed: the folder {path.parent} is not writable "
+                             f"({exc.strerror}); choose a folder you can write to")
     return SnapshotError(f"{path}: {what} failed ({getattr(exc, 'strerror', None) or text})")
 
 
@@ -86,13 +96,14 @@ class RunInfo:
 
 
 class ArchiveWriter:
-    """Appends ExactStates to a new archive file.
+    """Appends ExactStates to a new archive file; each append is complete or absent.
 
     The first snapshot is built in memory and written as plain bytes to a temporary file
     beside `path`, renamed into place when complete: a failed first write leaves no file.
-    Later ones are appended and flushed, each after a check that the disk has room for it
-    (HDF5 itself does not recover from a full disk), so a failure leaves the snapshots
-    written before."""
+    A later one is written under /writing, marked complete, moved into /snapshots and flushed,
+    after a check that the disk has room for it (HDF5 itself does not recover from a full
+    disk); Ctrl-C waits until the append is done, and a failure removes the half-written
+    group, so the archive keeps the snapshots written before."""
 
     def __init__(self, path, run: RunInfo, overwrite: bool = False):
         self.path = check_output_path(path, overwrite, SnapshotError,
@@ -103,43 +114,60 @@ class ArchiveWriter:
     def append(self, exact: ExactState) -> None:
         """Write one snapshot and flush; SnapshotError (disk full, ...) leaves the archive
         with the snapshots written before."""
-        if self._file is None:
-            self._first(exact)
-            self.count = 1
-            return
+        with held():  # a Ctrl-C meanwhile comes after it, with the count right
+            if self._file is None:
+                self._first(exact)
+            else:
+                self._append(exact)
+            self.count += 1
+
+    def _append(self, exact: ExactState) -> None:
         try:
             check_free_space(self.path, snapshot_bytes(exact.state.n), f"snapshot {self.count}",
                              SnapshotError)
         except SnapshotError as exc:
             raise SnapshotError(f"the disk is full: {exc}; the archive keeps its "
                                 f"{self.count} snapshots") from None
+        f, name = self._file, f"{self.count:06d}"
         try:
-            group = self._file["snapshots"].create_group(f"{self.count:06d}")
+            self._discard(name)  # a group left by an append that failed before
+            group = f.require_group(WRITING).create_group(name)
             _write_snapshot(group, exact, self._cgs)
-            self._file.flush()
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise _disk_error(self.path, exc, f"writing snapshot {self.count}") from None
-        self.count += 1
+            group.attrs["complete"] = True
+            f.move(f"{WRITING}/{name}", f"snapshots/{name}")
+            f.flush()
+        except BaseException as exc:
+            self._discard(name)
+            if isinstance(exc, (OSError, RuntimeError, ValueError)):
+                raise _disk_error(self.path, exc, f"writing snapshot {self.count}") from None
+            raise
+
+    def _discard(self, name: str) -> None:
+        """Remove snapshot `name` (being written, or moved but not flushed), if there."""
+        for where in (f"{WRITING}/{name}", f"snapshots/{name}"):
+            try:
+                if where in self._file:
+                    del self._file[where]
+            except (OSError, RuntimeError, KeyError):
+                pass  # (a failing disk: the reader skips an unmarked snapshot)
 
     def _first(self, exact: ExactState) -> None:
         h5py = _h5py()
         with h5py.File(f"{self.path.name}-in-memory", "w", driver="core",
                        backing_store=False) as f:
             self._header(f, exact.params.G)
-            _write_snapshot(f.create_group("snapshots").create_group("000000"), exact,
-                            self._cgs)
+            group = f.create_group("snapshots").create_group("000000")
+            _write_snapshot(group, exact, self._cgs)
+            group.attrs["complete"] = True
             f.flush()
             image = f.id.get_file_image()
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         try:
-            with open(tmp, "xb") as out:
+            with temp_beside(self.path, ".tmp") as (tmp, out):
                 out.write(image)
-            os.replace(tmp, self.path)
-        except BaseException as exc:
-            tmp.unlink(missing_ok=True)
-            if isinstance(exc, OSError):
-                raise _disk_error(self.path, exc, "writing its first snapshot") from None
-            raise
+                out.close()
+                os.replace(tmp, self.path)
+        except OSError as exc:
+            raise _disk_error(self.path, exc, "writing its first snapshot") from None
         try:
             self._file = h5py.File(self.path, "a")
         except OSError as exc:
@@ -152,6 +180,7 @@ class ArchiveWriter:
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["galaxyview_version"] = __version__
         f.attrs["created"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        f.attrs["complete_marks"] = True  # every complete snapshot says so (attribute complete)
         run = f.create_group("run")
         r = self.run
         for key in ("name", "engine", "device", "gravity"):
@@ -267,6 +296,11 @@ class Archive:
                                 f"galaxyview reads ({FORMAT_VERSION}); update galaxyview")
         snapshots = hdf5.get(f, "snapshots", path)
         self._names = sorted(hdf5.names(snapshots, path)) if snapshots is not None else []
+        if self._names and not _complete(f, self._names[-1]):
+            log.warning("%s: its last snapshot (%s) is incomplete: the run writing it was "
+                        "stopped in the middle; it is skipped, the archive holds %d", self.path,
+                        self._names[-1], len(self._names) - 1)
+            self._names.pop()
         run = hdf5.get(f, "run", path)
         units = None
         if hdf5.attr(run, "length_kpc", path, None) is not None:
@@ -335,6 +369,25 @@ class Archive:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# what an older writer (no complete marks) wrote last into a snapshot; one without them was cut
+_LAST_WRITTEN = ("pos", "vel", "mass", "radius", "component", "galaxy", "ids", "integrator")
+
+
+def _complete(f, name: str) -> bool:
+    """Snapshot `name` was written to the end: marked complete, or (an archive from before the
+    marks) holding every dataset the writer made, acc and pot where it has energies."""
+    try:
+        g = f["snapshots"][name]
+        if not isinstance(g, _h5py().Group):
+            return True
+        if f.attrs.get("complete_marks", False):
+            return bool(g.attrs.get("complete", False))
+        return all(k in g for k in _LAST_WRITTEN) and (
+            "kinetic" not in g.attrs or ("acc" in g and "pot" in g))
+    except (TypeError, KeyError, ValueError, OSError):  # damaged, not cut: reading says so
+        return True
 
 
 def _read_snapshot(g, path) -> ExactState:
