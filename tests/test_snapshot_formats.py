@@ -97,7 +97,7 @@ def test_galaxyview_hdf5_carries_units_and_codes(tmp_path):
         def strip(_, item):  # (returns None: visititems goes on)
             for key in set(item.attrs) - {"time", "steps", "params", "engine", "gravity",
                                           "kinetic", "potential", "name", "device",
-                                          "length_kpc", "mass_msun"}:
+                                          "length_kpc", "mass_msun", "complete"}:
                 del item.attrs[key]
         f.visititems(strip)
         assert "names" not in f["snapshots/000000/galaxy"].attrs

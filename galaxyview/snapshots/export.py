@@ -18,13 +18,12 @@ particles' order and their tags.
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 import numpy as np
 
 from galaxyview.errors import SnapshotError
-from galaxyview.files import check_output_path
+from galaxyview.files import check_output_path, open_temp, remove_quietly
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import KPC_CM, MYR_S, UnitSystem
 from galaxyview.snapshots import hdf5_units
@@ -65,13 +64,16 @@ def write_gadget4(path, state: ParticleState, units: UnitSystem | None,
                             f"galaxyview's format (.h5) or Tipsy")
     import h5py
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    tmp = None
     try:
+        tmp, fd = open_temp(path)  # galaxyview's own temporary name (files.py)
+        os.close(fd)
         with h5py.File(tmp, "w") as f:
             _write(f, state, units)
         os.replace(tmp, path)
     except BaseException as exc:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            remove_quietly(tmp)
         if isinstance(exc, OSError):
             raise SnapshotError(f"{path}: writing it failed ({exc.strerror or exc})") from None
         raise
