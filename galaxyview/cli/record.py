@@ -7,6 +7,7 @@ holds the frames made so far).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from galaxyview.cli import common
 from galaxyview.cli.output import making_bar, say
@@ -14,6 +15,7 @@ from galaxyview.errors import GalaxyviewError
 from galaxyview.movie.encoder import PRESETS, MovieError, check_size
 from galaxyview.movie.recorder import CAMERAS
 from galaxyview.render.look import COLOUR_MODES, Look
+from galaxyview.render.projections import FOV_RANGE, PROJECTIONS, Projection
 
 DEFAULT_SECONDS = 10.0
 
@@ -46,6 +48,26 @@ def seconds_type(text: str) -> float:
     return value
 
 
+def degrees_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of degrees") from None
+    if not -360 <= value <= 360:
+        raise argparse.ArgumentTypeError(f"{text} degrees is out of range")
+    return value
+
+
+def positive_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def crf_type(text: str) -> int:
     value = common.whole_number(text)
     if not 0 <= value <= 51:
@@ -65,7 +87,13 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("source", metavar="SCENE|SNAPSHOT|ARCHIVE",
                    help="a shipped scene's name, a .toml scene file, a snapshot, or an archive "
                         "to play back")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.mp4", help="the movie to write")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("-o", "--output", metavar="FILE.mp4|DIR/%%05d.png",
+                     help="the movie to write, or numbered PNG frames (a %%d pattern ending "
+                          "in .png: what planetarium playback systems take)")
+    out.add_argument("--png-dir", metavar="DIR",
+                     help="write numbered PNG frames DIR/00000.png, DIR/00001.png, ... instead "
+                          "of a movie (DIR is made if missing)")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--frames", type=common.count_type, metavar="K",
                         help="number of frames (default: 10 s worth)")
@@ -76,6 +104,20 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
                    help="frame size in pixels, both even (1920x1080)")
     p.add_argument("--steps-per-frame", type=common.count_type, default=1, metavar="M",
                    help="simulation steps between frames (1)")
+    p.add_argument("--projection", choices=PROJECTIONS, default="perspective",
+                   help="perspective: the viewer's camera; fisheye: a dome master (zenith at the "
+                        "centre, the camera's target at the front, the bottom); equirect: 360 "
+                        "video; stereo-sbs, stereo-tb: stereo pairs side by side or left eye on "
+                        "top; ods: 360 stereo, left eye on top. 360 movies carry the metadata "
+                        "players and YouTube read (perspective)")
+    p.add_argument("--fov", type=degrees_type, default=180.0, metavar="DEG",
+                   help=f"fisheye: field of view, {FOV_RANGE[0]:g}..{FOV_RANGE[1]:g} degrees (180)")
+    p.add_argument("--tilt", type=degrees_type, default=0.0, metavar="DEG",
+                   help="fisheye: the dome's tilt, degrees; the zenith turns from the camera's "
+                        "up towards its target (90 puts the target at the centre) (0)")
+    p.add_argument("--eye-sep", type=positive_type, metavar="D",
+                   help="stereo and ods: the distance between the eyes in scene units (default: "
+                        "a thirtieth of the camera's distance to its target)")
     p.add_argument("--camera", choices=CAMERAS, default="fixed",
                    help="fixed: framed on the initial state; orbit: turns about the vertical "
                         "axis, 12 degrees per movie second; follow: tracks the first galaxy's "
@@ -100,6 +142,7 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
 
 def run_record(args) -> int:
     from galaxyview.movie.encoder import MovieWriter
+    from galaxyview.movie.frames import FrameWriter
     from galaxyview.movie.recorder import RecordOptions, record_simulation
 
     frames = args.frames or max(1, round((args.duration or DEFAULT_SECONDS) * args.fps))
@@ -110,12 +153,18 @@ def run_record(args) -> int:
             from galaxyview.render.camera_path import CameraPath
 
             camera_path = CameraPath.load(args.camera_path)
+        projection = Projection(args.projection, args.fov, args.tilt, args.eye_sep)
         options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame, args.camera,
                                 args.caption, args.overwrite, args.crf, args.preset,
-                                camera_path=camera_path).validate()
+                                camera_path=camera_path, projection=projection).validate()
         # the output is checked (and its temporary file made) before any simulation work
-        writer = MovieWriter(args.output, options.fps, options.size, args.overwrite,
-                             crf=options.crf, preset=options.preset)
+        if args.png_dir or str(args.output).lower().endswith(".png"):
+            pattern = str(Path(args.png_dir) / "%05d.png") if args.png_dir else args.output
+            writer = FrameWriter(pattern, options.fps, options.size, args.overwrite,
+                                 frames=frames)
+        else:
+            writer = MovieWriter(args.output, options.fps, options.size, args.overwrite,
+                                 crf=options.crf, preset=options.preset)
         from galaxyview.simulation import open_simulation
 
         with making_bar() as made:
