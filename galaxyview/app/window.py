@@ -62,6 +62,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.final_frame = None  # the last state reported before the window closed
         self.show_controller = None  # app/show.py, in show mode
         self.hud_enabled = True
+        self.text_scale = 1.0  # HUD and show captions (set_text_scale)
         self._fit_pending = False
         self._dirty = True
         self._layout()
@@ -165,6 +166,27 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
             return
         self.hud.show_info(self.hud_info())
         self.show_colour_bar()
+
+    def set_text_scale(self, scale: float) -> None:
+        """The size of the HUD's and the show's text, 1 the default (a projector: 2 or more)."""
+        lo, hi = hud.TEXT_SCALES
+        self.text_scale = float(min(max(scale, lo), hi))
+        self.hud.set_scale(self.text_scale)
+
+    def set_projection(self, name: str, **settings) -> None:
+        """Draw through projection `name` (render/projections), its other settings kept."""
+        camera = self.canvas.camera
+        camera.projection = camera.projection.with_(name=name, **settings)
+        action = getattr(self, "projection_actions", {}).get(name)
+        if action is not None:
+            action.setChecked(True)
+        self.canvas.update()
+
+    def toggle_full_screen(self) -> None:
+        if self.isFullScreen():
+            self.showNormal()
+        else:
+            self.showFullScreen()
 
     def hud_info(self) -> hud.HudInfo:
         return hud.describe(self.session, self.canvas, self.playing, self.recorder is not None)

@@ -1,0 +1,93 @@
+"""The presenter's show: keys that hold the show, skip and go back a scene and toggle full
+screen without taking the controls; no cursor, timeline or HUD in show mode; text that scales
+for a projector; the window's F11 and projection menu."""
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PyQt6.QtCore", reason="the window tests need PyQt6")
+
+from test_app_show import WAIT_MS, playlist, show  # noqa: E402,F401  (fixtures)
+
+pytestmark = pytest.mark.gui
+
+
+def _px(widget) -> int:
+    return int(re.search(r"font-size: (\d+)px", widget.styleSheet()).group(1))
+
+
+def test_presenter_keys_hold_skip_and_go_back(show, qtbot):
+    from PyQt6.QtCore import Qt
+
+    w = show.window
+    canvas = w.canvas.native
+    assert canvas.cursor().shape() == Qt.CursorShape.BlankCursor
+    assert not w.timeline_bar.isVisible() and not w.hud.isVisible()
+    qtbot.waitUntil(lambda: w.session is not None and w.session.shown_time > 0,
+                    timeout=WAIT_MS)
+    qtbot.keyClick(canvas, Qt.Key.Key_Right)  # next scene, the show goes on
+    assert show.active and show.index == 1 and w.sim.name == "cold-collapse"
+    assert not w.splitter.widget(1).isVisible()
+    qtbot.keyClick(canvas, Qt.Key.Key_PageUp)  # back a scene
+    assert show.active and show.index == 0 and w.sim.name == "plummer"
+    qtbot.keyClick(canvas, Qt.Key.Key_Space)  # hold the show
+    assert show.active and show.paused and not w.playing
+    held = show.seconds()
+    qtbot.wait(1600)  # past the item's 1.2 s
+    assert show.index == 0 and show.seconds() == held
+    qtbot.waitUntil(lambda: "held" in show.caption.text(), timeout=WAIT_MS)
+    qtbot.keyClick(canvas, Qt.Key.Key_Space)  # go on: the rest of the scene, then the next
+    assert not show.paused and w.playing
+    qtbot.waitUntil(lambda: show.index == 1, timeout=WAIT_MS)
+    full = w.isFullScreen()
+    qtbot.keyClick(canvas, Qt.Key.Key_F11)
+    qtbot.waitUntil(lambda: w.isFullScreen() != full, timeout=WAIT_MS)
+    assert show.active
+    qtbot.keyClick(canvas, Qt.Key.Key_A)  # any other key: the controls
+    assert not show.active and w.splitter.widget(1).isVisible()
+    assert canvas.cursor().shape() != Qt.CursorShape.BlankCursor
+    assert w.timeline_bar.isVisible()
+
+
+def test_text_scale_grows_the_hud_and_captions(show, qtbot):
+    w = show.window
+    qtbot.waitUntil(lambda: show.caption.text() != "", timeout=WAIT_MS)
+    small_caption = _px(show.caption)
+    assert _px(w.hud) == 11 and "background: rgba(0, 0, 0," in w.hud.styleSheet()
+    w.set_text_scale(2.0)
+    assert _px(w.hud) == 22
+    qtbot.waitUntil(lambda: _px(show.caption) == 2 * small_caption, timeout=WAIT_MS)
+    w.set_text_scale(100.0)  # kept in range
+    assert w.text_scale == 4.0
+
+
+def test_window_full_screen_and_projection_menu(qtbot):
+    from PyQt6.QtGui import QKeySequence
+
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    w = MainWindow(ViewOptions(backend="cpu"))
+    qtbot.addWidget(w)
+    try:
+        w.show()
+        qtbot.waitExposed(w)
+        w.open_source("plummer", 800)
+        qtbot.waitUntil(lambda: w.session is not None and w.session.last is not None,
+                        timeout=WAIT_MS)
+        actions = {a.text(): a for m in w.menuBar().findChildren(type(w.menuBar().addMenu("x")))
+                   for a in m.actions()}
+        assert actions["Full screen"].shortcut() == QKeySequence("F11")
+        actions["Full screen"].trigger()
+        qtbot.waitUntil(w.isFullScreen, timeout=WAIT_MS)
+        actions["Full screen"].trigger()
+        qtbot.waitUntil(lambda: not w.isFullScreen(), timeout=WAIT_MS)
+        perspective = np.asarray(w.canvas.render_image()).astype(int)
+        w.projection_actions["fisheye"].trigger()
+        assert w.canvas.camera.projection.name == "fisheye"
+        dome = np.asarray(w.canvas.render_image()).astype(int)
+        assert (dome.max(axis=-1) > 40).mean() > 0.001
+        assert np.abs(dome - perspective).mean() > 1
+    finally:
+        w.close()
+        assert wait_for_workers(WAIT_MS)
