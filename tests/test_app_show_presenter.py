@@ -62,7 +62,7 @@ def test_text_scale_grows_the_hud_and_captions(show, qtbot):
     assert w.text_scale == 4.0
 
 
-def test_window_full_screen_and_projection_menu(qtbot):
+def test_window_full_screen_projection_menu_and_save_look(qtbot, tmp_path):
     from PyQt6.QtGui import QKeySequence
 
     from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
@@ -88,6 +88,13 @@ def test_window_full_screen_and_projection_menu(qtbot):
         dome = np.asarray(w.canvas.render_image()).astype(int)
         assert (dome.max(axis=-1) > 40).mean() > 0.001
         assert np.abs(dome - perspective).mean() > 1
+        from galaxyview.render.look_file import load_look
+
+        assert "Save look…" in actions
+        w.set_look(exposure=3.0, colour_map="hot")
+        w.save_look(tmp_path / "look.toml")
+        saved = load_look(tmp_path / "look.toml")
+        assert saved["exposure"] == 3.0 and saved["colour_map"] == "hot"
     finally:
         w.close()
         assert wait_for_workers(WAIT_MS)

@@ -41,6 +41,7 @@ def build_menus(w) -> None:
     w.record_action = action(m, "Record movie…", "Ctrl+M", w.record_clicked)
     w.record_action.setEnabled(p.record.isEnabled())
     action(m, "Save screenshot…", "Ctrl+Shift+S", w.screenshot_dialog)
+    action(m, "Save look…", "", w.save_look_dialog)
     action(m, "Quit", "Ctrl+Q", w.close)
     m = bar.addMenu("&Simulation")
     action(m, "Play / pause", "Space", p.play.toggle)

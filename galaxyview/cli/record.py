@@ -14,7 +14,7 @@ from galaxyview.cli.output import making_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.movie.encoder import PRESETS, MovieError, check_size
 from galaxyview.movie.recorder import CAMERAS
-from galaxyview.render.look import COLOUR_MODES, Look
+from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, TONE_MAPS, Look
 from galaxyview.render.projections import FOV_RANGE, PROJECTIONS, Projection
 
 DEFAULT_SECONDS = 10.0
@@ -79,7 +79,9 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "record", help="record a movie headless (H.264 mp4)",
         description="Evolve a scene or snapshot and record it as an H.264 mp4 movie, headless "
-                    "(EGL on an NVIDIA GPU, offscreen Mesa otherwise), with the viewer's look. "
+                    "(EGL on an NVIDIA GPU, offscreen Mesa otherwise), no UI in the frames, in "
+                    "the window's default look or one saved from it (File > Save look…, "
+                    "--look), changed by the look options. "
                     "Frame 0 is the initial state; each later frame is --steps-per-frame steps on. "
                     "An archive of several snapshots (galaxyview run --archive) is played back "
                     "without simulating: one snapshot a frame (every M-th with "
@@ -128,9 +130,22 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     common.add_backend(p)
     common.add_physics(p)
     p.add_argument("--caption", action="store_true", help="burn in the scene name and the time")
-    p.add_argument("--colour", choices=COLOUR_MODES, default="component",
-                   help="colour by: component, galaxy of origin, speed, potential, binding "
-                        "energy, local density or mass (a star cluster's IMF) (component)")
+    look = p.add_argument_group("look", "the look file's settings, or the window's defaults, "
+                                        "changed by these")
+    look.add_argument("--look", metavar="FILE.toml",
+                      help="a look saved from the window (File > Save look…)")
+    look.add_argument("--colour", choices=COLOUR_MODES,
+                      help="colour by: component, galaxy of origin, speed, potential, binding "
+                           "energy, local density or mass (a star cluster's IMF) (component)")
+    look.add_argument("--colour-map", choices=COLOUR_MAPS,
+                      help="the colour map of the colourings by value (viridis)")
+    look.add_argument("--exposure", type=positive_type, metavar="X",
+                      help="light multiplier before tone mapping (1)")
+    look.add_argument("--point-size", type=positive_type, metavar="PX",
+                      help="sprite diameter in pixels, 0.5..64 (3)")
+    look.add_argument("--tone-map", choices=TONE_MAPS,
+                      help="exp, reinhard (both keep dense cores from burning out) or linear "
+                           "(exp)")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--crf", type=crf_type, default=18,
                    help="x264 quality, 0 (lossless) .. 51 (worst); 18 looks lossless (18)")
@@ -138,6 +153,21 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
                    help="x264 speed/size trade-off (fast)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
+
+
+def record_look(args) -> Look:
+    """The look of the movie: the look file's (or the defaults), then the options given."""
+    changes = {}
+    if args.look:
+        from galaxyview.render.look_file import load_look
+
+        changes = load_look(args.look)
+    for key, value in (("colour_mode", args.colour), ("colour_map", args.colour_map),
+                       ("exposure", args.exposure), ("point_size", args.point_size),
+                       ("tone_map", args.tone_map)):
+        if value is not None:
+            changes[key] = value
+    return Look(**changes)
 
 
 def run_record(args) -> int:
@@ -153,6 +183,7 @@ def run_record(args) -> int:
             from galaxyview.render.camera_path import CameraPath
 
             camera_path = CameraPath.load(args.camera_path)
+        look = record_look(args)
         projection = Projection(args.projection, args.fov, args.tilt, args.eye_sep)
         options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame, args.camera,
                                 args.caption, args.overwrite, args.crf, args.preset,
@@ -195,7 +226,7 @@ def run_record(args) -> int:
     try:
         say(f"{sim.name}: {sim.engine.n} particles, {sim.why}; {frames} frames of "
              f"{options.size[0]}x{options.size[1]} at {options.fps} fps -> {writer.path}")
-        result = record_simulation(sim, writer, options, look=Look(colour_mode=args.colour),
+        result = record_simulation(sim, writer, options, look=look,
                                    show_progress=not args.no_progress)
     except KeyboardInterrupt:
         writer.abort()
