@@ -13,6 +13,7 @@ from galaxyview.movie.spherical import (MetadataError, add_spherical_metadata, b
                                         read_spherical)
 from test_record import SCENE, parse, read_movie, run_cli
 
+FIXED = [*SCENE, "--steps-per-frame", "2"]  # the collapse's start, not its story's end
 GS = "{http://ns.google.com/videos/1.0/spherical/}"
 
 
@@ -28,8 +29,9 @@ def spherical(path):
 
 def test_dome_master_as_numbered_png_frames(tmp_path, capsys):
     out = tmp_path / "dome" / "%05d.png"  # the folder is made
-    code = run_cli([*SCENE, "-o", str(out), "--frames", "3", "--size", "128x128",
-                    "--projection", "fisheye", "--fov", "200", "--tilt", "60"])
+    code = run_cli([*FIXED, "-o", str(out), "--frames", "3", "--size", "128x128",
+                    "--projection", "fisheye", "--fov", "200", "--tilt", "60",
+                    ])
     assert code == 0, capsys.readouterr().err
     names = sorted(p.name for p in (tmp_path / "dome").iterdir())
     assert names == ["00000.png", "00001.png", "00002.png"]
@@ -42,10 +44,10 @@ def test_dome_master_as_numbered_png_frames(tmp_path, capsys):
         assert lit.mean() > 0.01 and not lit[outside].any()
     assert not np.array_equal(frames[0], frames[2])
     # existing frames are refused before any work, then replaced with --overwrite
-    assert run_cli([*SCENE, "--png-dir", str(tmp_path / "dome"), "--frames", "2",
+    assert run_cli([*FIXED, "--png-dir", str(tmp_path / "dome"), "--frames", "2",
                     "--size", "128x128"]) == 2
     assert "00000.png already exists" in capsys.readouterr().err
-    assert run_cli([*SCENE, "--png-dir", str(tmp_path / "dome"), "--frames", "2",
+    assert run_cli([*FIXED, "--png-dir", str(tmp_path / "dome"), "--frames", "2",
                     "--size", "128x128", "--overwrite"]) == 0
     assert not np.array_equal(np.asarray(Image.open(tmp_path / "dome" / "00000.png")),
                               frames[0])  # a perspective frame now
@@ -55,7 +57,7 @@ def test_dome_master_as_numbered_png_frames(tmp_path, capsys):
 @pytest.mark.parametrize("projection, stereo", [("equirect", None), ("ods", "top-bottom")])
 def test_360_movies_carry_spherical_metadata(tmp_path, capsys, projection, stereo):
     out = tmp_path / f"{projection}.mp4"
-    code = run_cli([*SCENE, "-o", str(out), "--frames", "4", "--size", "192x96",
+    code = run_cli([*FIXED, "-o", str(out), "--frames", "4", "--size", "192x96",
                     "--projection", projection, "--eye-sep", "0.05"])
     assert code == 0, capsys.readouterr().err
     fields = spherical(out)
@@ -65,13 +67,13 @@ def test_360_movies_carry_spherical_metadata(tmp_path, capsys, projection, stere
     assert meta["size"] == (192, 96) and len(frames) == 4
     assert all((f.max(axis=-1) > 40).mean() > 0.01 for f in frames)
     flat = tmp_path / "flat.mp4"
-    assert run_cli([*SCENE, "-o", str(flat), "--frames", "2", "--size", "96x64"]) == 0
+    assert run_cli([*FIXED, "-o", str(flat), "--frames", "2", "--size", "96x64"]) == 0
     assert spherical(flat) is None
 
 
 def test_stereo_pair_halves_show_the_same_scene(tmp_path, capsys):
     out = tmp_path / "sbs.mp4"
-    code = run_cli([*SCENE, "-o", str(out), "--frames", "2", "--size", "256x96",
+    code = run_cli([*FIXED, "-o", str(out), "--frames", "2", "--size", "256x96",
                     "--projection", "stereo-sbs"])
     assert code == 0, capsys.readouterr().err
     _, frames = read_movie(out)
@@ -107,16 +109,16 @@ def test_metadata_box_keeps_the_frames_and_is_added_once(tmp_path):
 
 
 def test_projection_arguments_and_sizes(tmp_path, capsys):
-    args = parse([*SCENE, "-o", "a.mp4", "--size", "7680x3840", "--projection", "equirect"])
+    args = parse([*FIXED, "-o", "a.mp4", "--size", "7680x3840", "--projection", "equirect"])
     assert args.size == (7680, 3840) and args.projection == "equirect"
-    assert parse([*SCENE, "-o", "a.mp4", "--size", "4096x4096"]).size == (4096, 4096)
+    assert parse([*FIXED, "-o", "a.mp4", "--size", "4096x4096"]).size == (4096, 4096)
     for bad in (["--size", "8194x4096"], ["--projection", "cube"], ["--eye-sep", "-1"]):
         with pytest.raises(SystemExit):
-            parse([*SCENE, "-o", "a.mp4", *bad])
-    assert run_cli([*SCENE, "-o", str(tmp_path / "d.mp4"), "--projection", "fisheye",
+            parse([*FIXED, "-o", "a.mp4", *bad])
+    assert run_cli([*FIXED, "-o", str(tmp_path / "d.mp4"), "--projection", "fisheye",
                     "--fov", "120"]) == 2
     assert "field of view must be 180..230" in capsys.readouterr().err
-    assert run_cli([*SCENE, "-o", str(tmp_path / "x.png")]) == 2
+    assert run_cli([*FIXED, "-o", str(tmp_path / "x.png")]) == 2
     assert "one number field" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
 
@@ -140,7 +142,7 @@ def test_frame_writer_checks_its_pattern(tmp_path):
 
 @pytest.mark.slow
 def test_a_4096_dome_master_frame(tmp_path, capsys):
-    code = run_cli([*SCENE, "--png-dir", str(tmp_path), "--frames", "1", "--size", "4096x4096",
+    code = run_cli([*FIXED, "--png-dir", str(tmp_path), "--frames", "1", "--size", "4096x4096",
                     "--projection", "fisheye", "--tilt", "90"])
     assert code == 0, capsys.readouterr().err
     img = Image.open(tmp_path / "00000.png")

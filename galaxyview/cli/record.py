@@ -13,6 +13,7 @@ from galaxyview.cli import common
 from galaxyview.cli.output import making_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.movie.encoder import PRESETS, MovieError, check_size
+from galaxyview.model.pace import movie_pace
 from galaxyview.movie.recorder import CAMERAS
 from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, TONE_MAPS, Look
 from galaxyview.render.projections import FOV_RANGE, PROJECTIONS, Projection
@@ -104,8 +105,14 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--fps", type=fps_type, default=30, help="frames per second (30)")
     p.add_argument("--size", type=size_type, default=(1920, 1080), metavar="WxH",
                    help="frame size in pixels, both even (1920x1080)")
-    p.add_argument("--steps-per-frame", type=common.count_type, default=1, metavar="M",
-                   help="simulation steps between frames (1)")
+    pace = p.add_mutually_exclusive_group()
+    pace.add_argument("--steps-per-frame", type=common.count_type, metavar="M",
+                      help="simulation steps between frames (default: paced to the story, "
+                           "--story or the scene's story_time; else 1)")
+    pace.add_argument("--story", type=positive_type, metavar="T",
+                      help="the simulation time the movie shows, N-body units (seconds for a "
+                           "scene in SI units): the steps per frame are chosen so that the last "
+                           "frame reaches it (default: the scene's story_time, where it has one)")
     p.add_argument("--projection", choices=PROJECTIONS, default="perspective",
                    help="perspective: the viewer's camera; fisheye: a dome master (zenith at the "
                         "centre, the camera's target at the front, the bottom); equirect: 360 "
@@ -185,7 +192,8 @@ def run_record(args) -> int:
             camera_path = CameraPath.load(args.camera_path)
         look = record_look(args)
         projection = Projection(args.projection, args.fov, args.tilt, args.eye_sep)
-        options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame, args.camera,
+        options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame or 1,
+                                args.camera,
                                 args.caption, args.overwrite, args.crf, args.preset,
                                 camera_path=camera_path, projection=projection).validate()
         # the output is checked (and its temporary file made) before any simulation work
@@ -202,13 +210,27 @@ def run_record(args) -> int:
             sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt,
                                   args.eps, progress=made, **common.engine_options(args))
         if sim.engine.frame_count is not None:  # an archive: its snapshots, one a frame
-            stored = 1 + (sim.engine.frame_count - 1) // args.steps_per_frame
+            if args.story:
+                sim.close()
+                raise GalaxyviewError(f"{args.source} is played back, one snapshot a frame: "
+                                      "--story paces a simulation; use --steps-per-frame")
+            every = options.steps_per_frame
+            stored = 1 + (sim.engine.frame_count - 1) // every
             frames = options.frames = args.frames or (
                 round(args.duration * args.fps) if args.duration else stored)
             if frames > stored:
                 say(f"galaxyview record: note: {args.source} holds {stored} frames "
-                    f"(--steps-per-frame {args.steps_per_frame}); the last is held for the "
-                    f"other {frames - stored}")
+                    f"(--steps-per-frame {every}); the last is held for the other "
+                    f"{frames - stored}")
+        else:
+            story = args.story
+            if story is None and args.steps_per_frame is None and sim.scene is not None:
+                story = sim.scene.story_time
+            if story:
+                dt = sim.engine.params.dt
+                paced = movie_pace(story, dt, frames)
+                options.steps_per_frame = paced.steps_per_frame
+                say(f"galaxyview record: pace: {paced.describe(story, frames, dt)}")
     except GalaxyviewError as exc:
         if writer is not None:
             writer.abort()
