@@ -98,3 +98,33 @@ def test_window_full_screen_projection_menu_and_save_look(qtbot, tmp_path):
     finally:
         w.close()
         assert wait_for_workers(WAIT_MS)
+
+
+def test_the_show_keeps_a_scenes_story_to_its_time(qtbot, tmp_path):
+    """cold-collapse's story (t = 1.3) in a 4 s item: the viewer's own pace (model/pace.py)
+    plays it in about a minute on 2 cores; the show measures its batches as it runs and steps
+    more a frame, so the story is well on by the middle of the item."""
+    from galaxyview.app.show import ShowController
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+    from galaxyview.model.playlist import load_playlist
+
+    f = tmp_path / "story.toml"
+    f.write_text('[show]\nfade = 0\nidle = 5\n[[item]]\nscene = "cold-collapse"\n'
+                 'duration = 4\nn = 800\n[[item]]\nscene = "plummer"\nduration = 30\nn = 800\n')
+    w = MainWindow(ViewOptions(backend="cpu"))
+    qtbot.addWidget(w)
+    show = ShowController(w, load_playlist(f), fullscreen=False)
+    try:
+        show.start()
+        qtbot.waitExposed(w)
+        assert show.pacer is not None and show.pacer.story_time == 1.3
+        start = w.panel.steps_per_frame.value()
+        qtbot.waitUntil(lambda: show.index != 0 or w.session.shown_time >= 0.65,
+                        timeout=WAIT_MS)
+        assert show.index == 0, "the item ended before half its story"
+        assert w.panel.steps_per_frame.value() > start
+        qtbot.waitUntil(lambda: show.index == 1, timeout=WAIT_MS)
+        assert show.pacer is None  # plummer has no story_time
+    finally:
+        w.close()
+        assert wait_for_workers(WAIT_MS)

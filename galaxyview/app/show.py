@@ -18,7 +18,7 @@ from PyQt6.QtWidgets import QApplication, QGraphicsOpacityEffect, QLabel
 from galaxyview.errors import GalaxyviewError
 from galaxyview.model.units import in_seconds
 from galaxyview.movie.recorder import follow_target
-from galaxyview.render.show import CameraProgramme, caption_lines
+from galaxyview.render.show import CameraProgramme, StoryPacer, caption_lines
 
 TICK_MS = 100
 INPUT_EVENTS = (QEvent.Type.KeyPress, QEvent.Type.MouseButtonPress, QEvent.Type.Wheel,
@@ -47,6 +47,7 @@ class ShowController(QObject):
         if text_scale is not None:
             window.set_text_scale(text_scale)
         self.programme = None
+        self.pacer = None  # keeps the scene's story to the item's time (render/show.py)
         self.item_started = 0.0
         self._pointer = None
         self.caption = QLabel(window.canvas.native)
@@ -105,6 +106,8 @@ class ShowController(QObject):
             self.paused = False
             self.item_started += time.perf_counter() - self._paused_at
             self.window.set_playing(True)
+            if self.pacer is not None:
+                self.pacer.hold(self.seconds(), self.window.step_frames)
         else:
             self.paused, self._paused_at = True, time.perf_counter()
             self.window.set_playing(False)
@@ -164,6 +167,11 @@ class ShowController(QObject):
             return False
         w.set_playing(True)
         self.item_started = time.perf_counter()
+        story = sim.scene.story_time if sim.scene is not None else None
+        self.pacer = None
+        if story and not item.steps_per_frame and sim.engine.frame_count is None:
+            self.pacer = StoryPacer(story, sim.engine.params.dt, item.duration,
+                                    w.panel.steps_per_frame.value(), 0.0, w.step_frames)
         return True
 
     def _start_fade(self) -> None:
@@ -203,6 +211,11 @@ class ShowController(QObject):
         self.window.canvas.update()
         self._show_caption()
         item = self.playlist.items[self.index]
+        if self.pacer is not None and self.active and not self.paused:
+            m = self.pacer.update(self.seconds(), self.window.session.shown_time,
+                                  self.window.step_frames)
+            if m != self.window.panel.steps_per_frame.value():
+                self.window.panel.steps_per_frame.setValue(m)
         if self.active and not self.paused and self.seconds() >= item.duration:
             if self.max_items and self.shown_items >= self.max_items:
                 self.stop()
