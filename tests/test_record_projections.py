@@ -150,3 +150,27 @@ def test_a_4096_dome_master_frame(tmp_path, capsys):
     lit = np.argwhere(np.asarray(img).max(axis=-1) > 40)
     assert len(lit) > 1000  # the target at the centre
     assert np.abs(np.median(lit, axis=0) - 2048).max() < 200
+
+
+def test_wide_projections_frame_the_particles_closer_in(tmp_path):
+    from galaxyview.movie.recorder import WIDE_FIT_DEG, RecordOptions, record_simulation
+    from galaxyview.render.offscreen import OffscreenRenderer
+    from galaxyview.render.projections import Projection
+    from galaxyview.simulation import open_simulation
+
+    distances = {}
+    renderer = OffscreenRenderer(64, 64)
+    try:
+        for name in ("perspective", "fisheye"):
+            sim = open_simulation("plummer", "cpu", 500, None, None, None)
+            options = RecordOptions(1, 30, (64, 64), projection=Projection(name)).validate()
+            writer = FrameWriter(str(tmp_path / name / "%03d.png"), size=(64, 64))
+            try:
+                record_simulation(sim, writer, options, renderer=renderer, show_progress=False)
+            finally:
+                sim.close()
+            distances[name] = (renderer.camera.distance, renderer.camera.fov_deg)
+    finally:
+        renderer.close()
+    (near, fov), (far, _) = distances["fisheye"], distances["perspective"]
+    assert fov == WIDE_FIT_DEG and near < 0.6 * far  # sin(22.5) / sin(45)

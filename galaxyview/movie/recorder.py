@@ -27,6 +27,8 @@ from galaxyview.render.projections import WRAPS, Projection
 
 CAMERAS = ("fixed", "orbit", "follow")
 ORBIT_DEG_PER_S = 12.0  # orbit camera: one turn per 30 s of movie
+WIDE = ("fisheye", "equirect", "ods")  # projections of half the sky or more
+WIDE_FIT_DEG = 90.0  # ... framed as a 90 degree perspective would be: closer in
 
 
 @dataclass
@@ -219,6 +221,9 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
     try:
         renderer.attach(sim.engine)  # frames the camera on the initial state
         renderer.camera.projection = options.projection
+        if options.projection.name in WIDE:  # the particles across a quarter of the sky
+            renderer.camera.fov_deg = WIDE_FIT_DEG
+            renderer.camera.fit()
         sheet = sim.engine.params.sheet
         if sheet is not None:  # a ring: spheres, seen from above
             renderer.look = rings.ring_look(renderer.look, sheet)
