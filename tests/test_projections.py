@@ -281,3 +281,29 @@ def test_host_splat_draws_what_gl_sprites_draw(renderer, name):
         renderer.look.point_size = 3.0
         renderer.detach()
         e.close()
+
+
+def test_spheres_and_tree_boxes_are_drawn_in_perspective_only(renderer):
+    e = CPUEngine(Params(theta=0.75, dt=1 / 64, eps=0.05))
+    e.load(plummer_sphere(2000, np.random.default_rng(5)))
+    cam, look = renderer.camera, renderer.look
+    try:
+        renderer.attach(e)
+        frames = {}
+        for name in ("perspective", "fisheye"):
+            cam.projection = Projection(name, tilt=90.0)
+            for spheres, boxes in ((False, False), (True, False), (False, True)):
+                look.spheres, look.boxes, look.box_levels = spheres, boxes, (1, 3)
+                frames[name, spheres, boxes] = renderer.draw().astype(int)
+        plain = frames["perspective", False, False]
+        assert not np.array_equal(frames["perspective", True, False], plain)
+        assert not np.array_equal(frames["perspective", False, True], plain)
+        dome = frames["fisheye", False, False]
+        assert (dome.max(axis=-1) > 40).mean() > 0.005
+        assert np.array_equal(frames["fisheye", True, False], dome)  # sprites, projected
+        assert np.array_equal(frames["fisheye", False, True], dome)  # no boxes
+    finally:
+        look.spheres = look.boxes = False
+        cam.projection = Projection()
+        renderer.detach()
+        e.close()

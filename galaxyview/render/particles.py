@@ -251,7 +251,8 @@ class ParticleRenderer:
         look = self.look
         w, h = int(size[0]), int(size[1])
         mvp = camera.mvp(w / max(h, 1)).T.astype(np.float32)  # GLSL reads column-major
-        spheres = look.spheres and self.count
+        flat = camera.projection.name == "perspective"  # spheres and boxes: perspective only
+        spheres = look.spheres and self.count and flat
         light = None
         if self.light_source is not None and (self.count or self.light_only) and not spheres:
             light = self.light_source.light(camera, look, (w, h))  # None: draw sprites
@@ -278,7 +279,7 @@ class ParticleRenderer:
         t["u_tone_map"] = TONE_MAPS.index("linear" if spheres else look.tone_map)
         t["u_background"] = tuple(look.background[:3])
         t.draw("triangle_strip")
-        if look.boxes and self._box_count and not spheres:
+        if look.boxes and self._box_count and not spheres and flat:
             gloo.set_state(blend=True, blend_func=("src_alpha", "one_minus_src_alpha"))
             self._boxes["u_mvp"] = mvp
             self._boxes["u_levels"] = tuple(float(x) for x in look.box_levels)
