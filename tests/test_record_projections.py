@@ -153,9 +153,9 @@ def test_a_4096_dome_master_frame(tmp_path, capsys):
 
 
 def test_wide_projections_frame_the_particles_closer_in(tmp_path):
-    from galaxyview.movie.recorder import WIDE_FIT_DEG, RecordOptions, record_simulation
+    from galaxyview.movie.recorder import RecordOptions, record_simulation
     from galaxyview.render.offscreen import OffscreenRenderer
-    from galaxyview.render.projections import Projection
+    from galaxyview.render.projections import WIDE_FIT_DEG, Projection
     from galaxyview.simulation import open_simulation
 
     distances = {}

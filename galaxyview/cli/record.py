@@ -16,7 +16,6 @@ from galaxyview.movie.encoder import PRESETS, MovieError, check_size
 from galaxyview.model.pace import movie_pace
 from galaxyview.movie.recorder import CAMERAS
 from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, TONE_MAPS, Look
-from galaxyview.render.projections import FOV_RANGE, PROJECTIONS, Projection
 
 DEFAULT_SECONDS = 10.0
 
@@ -46,16 +45,6 @@ def seconds_type(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0 < value <= 24 * 3600:
         raise argparse.ArgumentTypeError(f"duration must be in (0, 86400] seconds, got {text}")
-    return value
-
-
-def degrees_type(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of degrees") from None
-    if not -360 <= value <= 360:
-        raise argparse.ArgumentTypeError(f"{text} degrees is out of range")
     return value
 
 
@@ -113,20 +102,7 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
                       help="the simulation time the movie shows, N-body units (seconds for a "
                            "scene in SI units): the steps per frame are chosen so that the last "
                            "frame reaches it (default: the scene's story_time, where it has one)")
-    p.add_argument("--projection", choices=PROJECTIONS, default="perspective",
-                   help="perspective: the viewer's camera; fisheye: a dome master (zenith at the "
-                        "centre, the camera's target at the front, the bottom); equirect: 360 "
-                        "video; stereo-sbs, stereo-tb: stereo pairs side by side or left eye on "
-                        "top; ods: 360 stereo, left eye on top. 360 movies carry the metadata "
-                        "players and YouTube read (perspective)")
-    p.add_argument("--fov", type=degrees_type, default=180.0, metavar="DEG",
-                   help=f"fisheye: field of view, {FOV_RANGE[0]:g}..{FOV_RANGE[1]:g} degrees (180)")
-    p.add_argument("--tilt", type=degrees_type, default=0.0, metavar="DEG",
-                   help="fisheye: the dome's tilt, degrees; the zenith turns from the camera's "
-                        "up towards its target (90 puts the target at the centre) (0)")
-    p.add_argument("--eye-sep", type=positive_type, metavar="D",
-                   help="stereo and ods: the distance between the eyes in scene units (default: "
-                        "a thirtieth of the camera's distance to its target)")
+    common.add_projection(p, movies=True)
     p.add_argument("--camera", choices=CAMERAS, default="fixed",
                    help="fixed: framed on the initial state; orbit: turns about the vertical "
                         "axis, 12 degrees per movie second; follow: tracks the first galaxy's "
@@ -191,7 +167,7 @@ def run_record(args) -> int:
 
             camera_path = CameraPath.load(args.camera_path)
         look = record_look(args)
-        projection = Projection(args.projection, args.fov, args.tilt, args.eye_sep)
+        projection = common.projection_of(args)
         options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame or 1,
                                 args.camera,
                                 args.caption, args.overwrite, args.crf, args.preset,

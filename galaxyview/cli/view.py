@@ -19,6 +19,7 @@ def add_view_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps-per-frame", type=common.count_type, default=None, metavar="M",
                         help="simulation steps per drawn frame (default: on the CPU engine the "
                              "scene's pace, so that its story plays in about a minute; else 1)")
+    common.add_projection(parser)
     parser.add_argument("--screenshot", metavar="FILE.png",
                         help="run --frames frames, save the canvas as a PNG and exit")
     parser.add_argument("--overwrite", action="store_true",
@@ -40,6 +41,7 @@ def add_show_parser(subparsers) -> argparse.ArgumentParser:
                    help="a .toml playlist, or a shipped one's name (default: the shipped "
                         "default playlist)")
     common.add_backend(p)
+    common.add_projection(p)
     p.add_argument("--windowed", action="store_true", help="in a window, not full screen")
     p.add_argument("--items", type=common.count_type, default=0, metavar="K",
                    help="stop after K scenes (default: loop until closed)")
@@ -67,7 +69,8 @@ def run_show(args) -> int:
         from galaxyview.app.main import run_show as show
         from galaxyview.app.window import ViewOptions
 
-        options = ViewOptions(backend=args.backend, engine={"device": args.device})
+        options = ViewOptions(backend=args.backend, engine={"device": args.device},
+                              projection=common.projection_of(args))
         if args.text_scale is not None:
             from galaxyview.app.hud import TEXT_SCALES
 
@@ -107,7 +110,8 @@ def run_view(args) -> int:
 
         options = ViewOptions(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
                               engine=common.engine_options(args),
-                              steps_per_frame=args.steps_per_frame)
+                              steps_per_frame=args.steps_per_frame,
+                              projection=common.projection_of(args))
         return run_window(options, args.screenshot, args.frames)
     except GalaxyviewError as exc:
         print(f"galaxyview: error: {exc}", file=sys.stderr)

@@ -23,12 +23,10 @@ from galaxyview.movie.caption import caption_text, draw_caption
 from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_size
 from galaxyview.progress import bar as progress_bar
 from galaxyview.render import rings
-from galaxyview.render.projections import WRAPS, Projection
+from galaxyview.render.projections import WIDE, WIDE_FIT_DEG, WRAPS, Projection
 
 CAMERAS = ("fixed", "orbit", "follow")
 ORBIT_DEG_PER_S = 12.0  # orbit camera: one turn per 30 s of movie
-WIDE = ("fisheye", "equirect", "ods")  # projections of half the sky or more
-WIDE_FIT_DEG = 90.0  # ... framed as a 90 degree perspective would be: closer in
 
 
 @dataclass

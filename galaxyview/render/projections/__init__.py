@@ -35,6 +35,8 @@ PROJECTIONS = {
 }
 FOV_RANGE = (180.0, 230.0)  # a dome master's field of view, degrees
 WRAPS = ("equirect", "ods")  # frames that wrap around at the left and right edges
+WIDE = ("fisheye", "equirect", "ods")  # half the sky or more: the camera's fit comes closer,
+WIDE_FIT_DEG = 90.0  # as for a perspective of this field of view
 
 
 @dataclass(frozen=True)
@@ -79,4 +81,4 @@ class Projection:
         return code, np.asarray(rows, np.float32)
 
 
-__all__ = ["FOV_RANGE", "PROJECTIONS", "Projection", "WRAPS"]
+__all__ = ["FOV_RANGE", "PROJECTIONS", "Projection", "WIDE", "WIDE_FIT_DEG", "WRAPS"]
