@@ -80,7 +80,7 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
                    help="a shipped scene's name, a .toml scene file, a snapshot, or an archive "
                         "to play back")
     out = p.add_mutually_exclusive_group(required=True)
-    out.add_argument("-o", "--output", metavar="FILE.mp4|DIR/%%05d.png",
+    out.add_argument("-o", "--output", metavar="FILE.mp4|DIR/%05d.png",
                      help="the movie to write, or numbered PNG frames (a %%d pattern ending "
                           "in .png: what planetarium playback systems take)")
     out.add_argument("--png-dir", metavar="DIR",
