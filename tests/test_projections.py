@@ -173,11 +173,23 @@ def _one_particle(renderer, point, size=9.0):
     return e
 
 
+@pytest.fixture
+def splat_always(monkeypatch):
+    """The host splat draws however few the particles (else GL sprites draw a few)."""
+    monkeypatch.setattr("galaxyview.render.sources.PIXELS_PER_SPLAT", 10**9)
+
+
 def _both_paths(renderer):
     """(host splat frame, GL sprite frame) as ints."""
     pr, source = renderer._renderer, renderer.source
     assert pr.light_source is source
-    splat = renderer.draw().astype(int)
+    calls, render_light = [], source.splatter.render_light
+    source.splatter.render_light = lambda *a: calls.append(1) or render_light(*a)
+    try:
+        splat = renderer.draw().astype(int)
+    finally:
+        source.splatter.render_light = render_light
+    assert calls  # the host splat drew it
     pr.light_source = None
     try:
         sprites = renderer.draw().astype(int)
@@ -193,7 +205,7 @@ def renderer():
     r.close()
 
 
-def test_a_sprite_across_the_seam_is_drawn_on_both_sides(renderer):
+def test_a_sprite_across_the_seam_is_drawn_on_both_sides(renderer, splat_always):
     cam = renderer.camera
     eye = np.array([-5.0, 0.0, 0.0])
     e = _one_particle(renderer, eye + 3 * np.array([-1.0, -0.004, 0.0]))  # at the right edge
@@ -212,7 +224,7 @@ def test_a_sprite_across_the_seam_is_drawn_on_both_sides(renderer):
         e.close()
 
 
-def test_the_dome_master_drops_what_lies_beyond_its_rim(renderer):
+def test_the_dome_master_drops_what_lies_beyond_its_rim(renderer, splat_always):
     cam = renderer.camera
     eye = np.array([-5.0, 0.0, 0.0])
     e = _one_particle(renderer, eye + 3 * np.array([1.0, 0.0, -0.1]))  # 5.7 degrees below
@@ -235,7 +247,7 @@ def test_the_dome_master_drops_what_lies_beyond_its_rim(renderer):
         e.close()
 
 
-def test_stereo_sprites_stay_in_their_eyes_half(renderer):
+def test_stereo_sprites_stay_in_their_eyes_half(renderer, splat_always):
     cam = renderer.camera
     e = _one_particle(renderer, (0.0, 0.0, 0.0), size=20.0)
     try:
