@@ -38,10 +38,13 @@ def test_dome_master_as_numbered_png_frames(tmp_path, capsys):
     frames = [np.asarray(Image.open(tmp_path / "dome" / n)) for n in names]
     assert all(f.shape == (128, 128, 3) for f in frames)
     yy, xx = np.mgrid[:128, :128]
-    outside = np.hypot(xx + 0.5 - 64, yy + 0.5 - 64) > 64 + 4  # beyond the dome's circle
+    r = np.hypot(xx + 0.5 - 64, yy + 0.5 - 64)
+    outside, inside = r > 64 + 1, r < 64 - 1  # beyond the dome's circle, within it
     for f in frames:
         lit = f.max(axis=-1) > 40
         assert lit.mean() > 0.01 and not lit[outside].any()
+        assert f[outside].max() == 0  # black beyond the circle
+        assert f[inside].min(axis=0)[2] > 0  # the background's blue within it
     assert not np.array_equal(frames[0], frames[2])
     # existing frames are refused before any work, then replaced with --overwrite
     assert run_cli([*FIXED, "--png-dir", str(tmp_path / "dome"), "--frames", "2",

@@ -278,6 +278,9 @@ class ParticleRenderer:
         t["u_exposure"] = float(look.exposure)
         t["u_tone_map"] = TONE_MAPS.index("linear" if spheres else look.tone_map)
         t["u_background"] = tuple(look.background[:3])
+        t["u_size"] = (float(w), float(h))
+        dome = camera.projection.name == "fisheye"  # black beyond the dome master's circle
+        t["u_disc"] = 0.5 * min(w, h) if dome else 0.0
         t.draw("triangle_strip")
         if look.boxes and self._box_count and not spheres and flat:
             gloo.set_state(blend=True, blend_func=("src_alpha", "one_minus_src_alpha"))
