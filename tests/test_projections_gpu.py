@@ -20,14 +20,15 @@ def _frames(engine_class, size=(320, 240)):
     engine.load(plummer_sphere(20_000, np.random.default_rng(11)))
     renderer = OffscreenRenderer(*size)
     try:
-        renderer.attach(engine)
+        renderer.attach(engine, fit=False)  # one camera for both engines, set here
         splatter = renderer.source.splatter
+        cam = renderer.camera
         frames = {}
         for name in NAMES:
-            renderer.camera.fit()
-            renderer.camera.projection = Projection(name, tilt=60.0)
-            if name in ("fisheye", "equirect", "ods"):
-                renderer.camera.distance = 1.5
+            wide = name in ("fisheye", "equirect", "ods")
+            cam.centre, cam.azimuth, cam.elevation = np.zeros(3), -60.0, 25.0
+            cam.distance = 1.5 if wide else 6.0  # inside the halo: particles all around
+            cam.projection = Projection(name, tilt=60.0)
             frames[name] = renderer.draw().astype(int)
         return frames, type(splatter).__name__
     finally:
