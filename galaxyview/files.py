@@ -127,8 +127,10 @@ def safe_name(text, fallback: str = "galaxyview", limit: int = 80) -> str:
     return name or fallback
 
 
-def _temp_pattern(path: Path) -> re.Pattern:
-    return re.compile(rf"\.{re.escape(path.name)}\.{TEMP_TAG}-(\d+)-[0-9a-f]{{8}}\.(part|tmp)")
+def _temp_pattern(path: Path | None) -> re.Pattern:
+    """Temporary files of `path`'s name, or of any name (None)."""
+    name = re.escape(path.name) if path is not None else ".+"
+    return re.compile(rf"\.{name}\.{TEMP_TAG}-(\d+)-[0-9a-f]{{8}}\.(part|tmp)")
 
 
 def _alive(pid: int) -> bool:
@@ -141,11 +143,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temps(path) -> list[Path]:
+def remove_stale_temps(path, any_name: bool = False) -> list[Path]:
     """Remove the temporary files of `path` that a killed galaxyview process left: its name
-    pattern, its process gone, older than this process. Returns those removed."""
+    pattern, its process gone, older than this process (`any_name`: those of every name in
+    `path`'s folder, e.g. numbered frames). Returns those removed."""
     path = Path(path)
-    pattern, removed = _temp_pattern(path), []
+    pattern, removed = _temp_pattern(None if any_name else path), []
     try:
         entries = list(os.scandir(path.parent))
     except OSError:
@@ -167,12 +170,14 @@ def remove_stale_temps(path) -> list[Path]:
     return removed
 
 
-def open_temp(path, suffix: str = ".tmp") -> tuple[Path, int]:
+def open_temp(path, suffix: str = ".tmp", clean: bool = True) -> tuple[Path, int]:
     """A new hidden temporary file beside `path` (`suffix` .tmp or .part; permissions from the
-    umask), after removing stale ones: (its path, a file descriptor open for writing).
-    OSError where the folder refuses it."""
+    umask), after removing stale ones (unless `clean` is False: a writer of many files cleans
+    their folder once, remove_stale_temps(any_name=True)): (its path, a file descriptor open
+    for writing). OSError where the folder refuses it."""
     path = Path(path)
-    remove_stale_temps(path)
+    if clean:
+        remove_stale_temps(path)
     for _ in range(20):
         temp = path.with_name(f".{path.name}.{TEMP_TAG}-{os.getpid()}-{secrets.token_hex(4)}"
                               f"{suffix}")

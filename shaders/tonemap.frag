@@ -3,6 +3,8 @@ uniform sampler2D u_light;
 uniform float u_exposure;
 uniform int u_tone_map;       // 0: 1 - exp(-x), 1: x / (1 + x), 2: clipped
 uniform vec3 u_background;
+uniform vec2 u_size;          // the frame, px
+uniform float u_disc;         // a dome master's radius, px: black beyond it (0: no disc)
 
 varying vec2 v_uv;
 
@@ -16,5 +18,7 @@ void main() {
     else
         c = clamp(x, 0.0, 1.0);
     c = pow(c, vec3(1.0 / 2.2));
-    gl_FragColor = vec4(u_background + (1.0 - u_background) * c, 1.0);
+    bool off_dome = u_disc > 0.0 && length((v_uv - 0.5) * u_size) > u_disc;
+    gl_FragColor = off_dome ? vec4(0.0, 0.0, 0.0, 1.0)
+                            : vec4(u_background + (1.0 - u_background) * c, 1.0);
 }

@@ -159,6 +159,19 @@ def test_stale_temporary_files_of_a_killed_run_are_removed_and_no_others(tmp_pat
     assert remove_stale_temps(target) == [] and fresh.exists()
 
 
+def test_a_frame_writer_cleans_the_stale_frames_of_a_killed_run_once(tmp_path):
+    """Numbered frames: the stale temporary files of any frame's name go at the first frame."""
+    old = time.time() - 3600
+    stale = [tmp_path / f".{i:05d}.png.galaxyview-{_dead_pid()}-0123abcd.part" for i in (3, 7)]
+    mine = tmp_path / "notes.txt"
+    for path in (*stale, mine):
+        path.write_bytes(b"x")
+        os.utime(path, (old, old))
+    removed = remove_stale_temps(tmp_path / "00000.png", any_name=True)
+    assert sorted(removed) == sorted(stale) and mine.exists()
+    assert not any(p.exists() for p in stale)
+
+
 KILLED_RECORDING = textwrap.dedent("""
     import sys, time
     import numpy as np

@@ -112,12 +112,25 @@ def hud_text(info: HudInfo) -> str:
     return "\n".join(lines + [x for x in (info.ring, info.modules, info.blocks, info.notice) if x])
 
 
+FONT_PX = 11  # the HUD's text at text scale 1
+TEXT_SCALES = (0.75, 4.0)  # the text scale's range (a projector wants 2 or more)
+
+
 class Hud(QLabel):
+    """The HUD's label: light text on a dark backing, readable over bright particles; its
+    size follows the window's text scale (set_scale)."""
+
     def __init__(self, parent):
         super().__init__(parent)
-        self.setStyleSheet("QLabel { color: #e8f0ff; background: rgba(0, 0, 0, 140); "
-                           "font-family: monospace; font-size: 11px; padding: 4px; }")
+        self.set_scale(1.0)
         self.move(8, 8)
+
+    def set_scale(self, scale: float) -> None:
+        px = round(FONT_PX * scale)
+        self.setStyleSheet(f"QLabel {{ color: #f0f4ff; background: rgba(0, 0, 0, 170); "
+                           f"font-family: monospace; font-size: {px}px; "
+                           f"padding: {max(4, px // 3)}px; }}")
+        self.adjustSize()
 
     def show_info(self, info: HudInfo) -> None:
         self.setText(hud_text(info))

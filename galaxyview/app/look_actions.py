@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from PyQt6.QtCore import QSignalBlocker
+from PyQt6.QtWidgets import QFileDialog
 
 from galaxyview.errors import GalaxyviewError
 from galaxyview.render.look import COLOUR_MODES
@@ -53,6 +54,21 @@ class LookActions:
         mode = self.look.colour_mode
         self.colour_bar.show_for(mode, self.look.colour_map, r.colour_range(mode),
                                  tuple(str(g) for g in galaxies))
+
+    def save_look_dialog(self) -> None:
+        """File > Save look…: the look as TOML, for `galaxyview record --look`."""
+        path, _ = QFileDialog.getSaveFileName(self, "Save the look", "look.toml",
+                                              "Look (*.toml)")
+        if path:
+            self.save_look(path)
+
+    def save_look(self, path) -> None:
+        from galaxyview.render.look_file import save_look
+
+        try:  # the dialog asked before replacing a file
+            save_look(self.look, path, overwrite=True)
+        except GalaxyviewError as exc:
+            self.show_error("Cannot save the look", str(exc))
 
     def scale_exposure(self, factor: float) -> None:
         value = min(max(self.look.exposure * factor, 0.01), 100.0)

@@ -196,17 +196,19 @@ def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
     return run.result if run is not None and run.result is not None else 0
 
 
-def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int = 0) -> int:
+def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int = 0,
+             text_scale: float | None = None) -> int:
     """Play `playlist` (model/playlist.py) until closed, or for `items` scenes; returns the
     exit code (1 when no scene of it could be opened)."""
     from galaxyview.app.show import ShowController
 
     app = _application()
     window = MainWindow(options)
-    show = ShowController(window, playlist, fullscreen, items)
+    show = ShowController(window, playlist, fullscreen, items, text_scale)
     count = len(playlist.items)
-    print(f"galaxyview show: {count} scene{'s' * (count != 1)} from {playlist.source}; any key "
-          f"or mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
+    print(f"galaxyview show: {count} scene{'s' * (count != 1)} from {playlist.source}; Space "
+          f"holds the show, Right / Left skip a scene or go back, F11 toggles full screen; any "
+          f"other key or a mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
     show.start()
     if not window.isVisible():  # nothing could be opened
         wait_for_workers()

@@ -30,6 +30,7 @@ class ViewOptions:
     gravity: str | None = None  # None: the integrator's choice
     engine: dict = field(default_factory=dict)  # device, integrator, boundary, collision
     steps_per_frame: int | None = None  # None: the scene's CPU pace, else 1
+    projection: object = None  # a render/projections Projection (None: perspective)
 
 
 def _shipped():

@@ -32,11 +32,13 @@ def save(window, settings: QSettings) -> None:
         settings.setValue(f"panel/{name}", getattr(window.panel, name).isChecked())
     if window.source_name:
         settings.setValue("scene/last", str(window.source_name))
+    settings.setValue("view/text_scale", window.text_scale)
     settings.sync()
 
 
 def restore(window, settings: QSettings) -> None:
     """Geometry, panel and look into a window whose controls are connected."""
+    window.set_text_scale(settings.value("view/text_scale", 1.0, type=float))
     geometry = settings.value("window/geometry")
     if geometry is not None:
         window.restoreGeometry(geometry)

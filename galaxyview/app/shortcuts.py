@@ -1,8 +1,10 @@
 """Menus and keyboard shortcuts of the window (listed under Help > Shortcuts)."""
 from __future__ import annotations
 
-from PyQt6.QtGui import QAction, QKeySequence
+from PyQt6.QtGui import QAction, QActionGroup, QKeySequence
 from PyQt6.QtWidgets import QMessageBox
+
+from galaxyview.render.projections import PROJECTIONS
 
 SHORTCUTS = [
     ("Space", "play / pause"), ("N", "one step"), ("F", "fit the camera to the particles"),
@@ -14,7 +16,13 @@ SHORTCUTS = [
     ("Mouse", "drag: orbit · right or shift drag: pan · wheel: zoom"),
     ("Ctrl+R", "reset to the initial state"), ("Ctrl+O", "open a scene or snapshot"),
     ("Ctrl+M", "record a movie / stop recording"), ("Ctrl+Shift+S", "save a screenshot"),
+    ("F11", "full screen on / off"), ("Ctrl+=  Ctrl+-", "larger / smaller text (HUD, captions)"),
     ("F1", "this list"), ("Ctrl+Q", "quit"),
+]
+SHOW_KEYS = [
+    ("Space", "pause / go on with the show"), ("Right  Page Down", "next scene"),
+    ("Left  Page Up", "back a scene"), ("F11", "full screen on / off"),
+    ("any other key, click", "take the controls (the show goes on after its idle time)"),
 ]
 
 
@@ -33,6 +41,7 @@ def build_menus(w) -> None:
     w.record_action = action(m, "Record movie…", "Ctrl+M", w.record_clicked)
     w.record_action.setEnabled(p.record.isEnabled())
     action(m, "Save screenshot…", "Ctrl+Shift+S", w.screenshot_dialog)
+    action(m, "Save look…", "", w.save_look_dialog)
     action(m, "Quit", "Ctrl+Q", w.close)
     m = bar.addMenu("&Simulation")
     action(m, "Play / pause", "Space", p.play.toggle)
@@ -48,6 +57,17 @@ def build_menus(w) -> None:
     action(m, "Colour by the next property", "C", w.toggle_colour)
     action(m, "Exposure down", "[", lambda: w.scale_exposure(1 / 1.25))
     action(m, "Exposure up", "]", lambda: w.scale_exposure(1.25))
+    action(m, "Full screen", "F11", w.toggle_full_screen)
+    projections, group = m.addMenu("Projection"), QActionGroup(w)
+    w.projection_actions = {}
+    for name in PROJECTIONS:
+        a = QAction(name, w, checkable=True, checked=name == "perspective")
+        a.triggered.connect(lambda _=False, n=name: w.set_projection(n))
+        group.addAction(a)
+        projections.addAction(a)
+        w.projection_actions[name] = a
+    action(m, "Larger text", "Ctrl+=", lambda: w.set_text_scale(w.text_scale * 1.25))
+    action(m, "Smaller text", "Ctrl+-", lambda: w.set_text_scale(w.text_scale / 1.25))
     m = bar.addMenu("&Help")
     action(m, "Shortcuts", "F1", lambda: show_shortcuts(w))
 

@@ -1,6 +1,8 @@
 """Show mode: the window full screen and unattended, looping a playlist (model/playlist.py):
-each scene with its camera programme (render/show.py) and captions in large type, a
-cross-fade from the last picture of one scene into the next. Any key, click, wheel or mouse
+each scene with its camera programme (render/show.py) and captions in large type (the
+window's text scale), a cross-fade from the last picture of one scene into the next; no
+cursor, panel, timeline or HUD. The presenter's keys (app/shortcuts.py SHOW_KEYS) pause the
+show, skip a scene or go back one, and toggle full screen; any other key, click, wheel or mouse
 move hands control back (the panel comes back); after the playlist's idle seconds without
 input the show goes on with the next scene."""
 from __future__ import annotations
@@ -16,24 +18,36 @@ from PyQt6.QtWidgets import QApplication, QGraphicsOpacityEffect, QLabel
 from galaxyview.errors import GalaxyviewError
 from galaxyview.model.units import in_seconds
 from galaxyview.movie.recorder import follow_target
-from galaxyview.render.show import CameraProgramme, caption_lines
+from galaxyview.render.show import CameraProgramme, StoryPacer, caption_lines
 
 TICK_MS = 100
 INPUT_EVENTS = (QEvent.Type.KeyPress, QEvent.Type.MouseButtonPress, QEvent.Type.Wheel,
                 QEvent.Type.MouseMove)
 MOVE_PX = 8  # the pointer must move this far to count as a user
+PAUSE_KEYS = (Qt.Key.Key_Space,)
+NEXT_KEYS = (Qt.Key.Key_Right, Qt.Key.Key_PageDown)  # presenter clickers send the page keys
+BACK_KEYS = (Qt.Key.Key_Left, Qt.Key.Key_PageUp)
+FULL_SCREEN_KEYS = (Qt.Key.Key_F11,)
+PRESENTER_KEYS = PAUSE_KEYS + NEXT_KEYS + BACK_KEYS + FULL_SCREEN_KEYS
 
 
 class ShowController(QObject):
     """Drives a MainWindow through `playlist`; `items` > 0 closes the window after that many
     scenes (demos and tests). `active` is False while the user has control."""
 
-    def __init__(self, window, playlist, fullscreen: bool = True, items: int = 0):
+    def __init__(self, window, playlist, fullscreen: bool = True, items: int = 0,
+                 text_scale: float | None = None):
         super().__init__(window)
         self.window, self.playlist = window, playlist
         self.fullscreen, self.max_items = fullscreen, items
         self.index, self.shown_items, self.active = -1, 0, True
+        self.paused = False  # the presenter held the show (Space): the scene's clock stops
+        self._paused_at = 0.0
+        self._hidden = []  # the timeline and scrub bars that were shown before the show
+        if text_scale is not None:
+            window.set_text_scale(text_scale)
         self.programme = None
+        self.pacer = None  # keeps the scene's story to the item's time (render/show.py)
         self.item_started = 0.0
         self._pointer = None
         self.caption = QLabel(window.canvas.native)
@@ -66,11 +80,58 @@ class ShowController(QObject):
         self._timer.start()
 
     def _chrome(self, on: bool) -> None:
-        """The panel, energy plot, menus and HUD: shown only while the user has control."""
+        """The panel, energy plot, menus, HUD, timeline and scrub bars and the cursor: shown
+        only while the user has control."""
         w = self.window
         for widget in (w.splitter.widget(1), w.plot, w.menuBar(), w.hud, w.colour_bar):
             widget.setVisible(on)
         w.hud_enabled = on
+        if on:
+            for bar in self._hidden:
+                bar.setVisible(True)
+            self._hidden = []
+            w.unsetCursor()
+            w.canvas.native.unsetCursor()
+        else:
+            self._hidden += [bar for bar in (w.timeline_bar, w.scrub) if not bar.isHidden()]
+            for bar in (w.timeline_bar, w.scrub):
+                bar.setVisible(False)
+            w.setCursor(Qt.CursorShape.BlankCursor)
+            w.canvas.native.setCursor(Qt.CursorShape.BlankCursor)
+
+    # -- the presenter ---------------------------------------------------------------------------
+    def toggle_pause(self) -> None:
+        """Hold the show on this scene (simulation and camera programme stop), or go on."""
+        if self.paused:
+            self.paused = False
+            self.item_started += time.perf_counter() - self._paused_at
+            self.window.set_playing(True)
+            if self.pacer is not None:
+                self.pacer.hold(self.seconds(), self.window.step_frames)
+        else:
+            self.paused, self._paused_at = True, time.perf_counter()
+            self.window.set_playing(False)
+        print(f"show: {'held' if self.paused else 'going on'}", flush=True)
+
+    def skip(self) -> None:
+        self.paused = False
+        self.next_item()
+
+    def back(self) -> None:
+        """The scene before this one, from its start."""
+        self.paused = False
+        self.index = (self.index - 2) % len(self.playlist.items)
+        self.next_item()
+
+    def _presenter_key(self, key) -> None:
+        if key in PAUSE_KEYS:
+            self.toggle_pause()
+        elif key in NEXT_KEYS:
+            self.skip()
+        elif key in BACK_KEYS:
+            self.back()
+        elif key in FULL_SCREEN_KEYS:
+            self.window.toggle_full_screen()
 
     def next_item(self) -> None:
         items = self.playlist.items
@@ -106,6 +167,11 @@ class ShowController(QObject):
             return False
         w.set_playing(True)
         self.item_started = time.perf_counter()
+        story = sim.scene.story_time if sim.scene is not None else None
+        self.pacer = None
+        if story and not item.steps_per_frame and sim.engine.frame_count is None:
+            self.pacer = StoryPacer(story, sim.engine.params.dt, item.duration,
+                                    w.panel.steps_per_frame.value(), 0.0, w.step_frames)
         return True
 
     def _start_fade(self) -> None:
@@ -129,7 +195,9 @@ class ShowController(QObject):
         self._fade_anim.start()
 
     def seconds(self) -> float:
-        return time.perf_counter() - self.item_started
+        """Seconds of this scene shown (the time held by the presenter not counted)."""
+        now = self._paused_at if self.paused else time.perf_counter()
+        return now - self.item_started
 
     def before_draw(self) -> None:
         """The camera programme, before each paint (MainWindow._before_draw)."""
@@ -143,7 +211,12 @@ class ShowController(QObject):
         self.window.canvas.update()
         self._show_caption()
         item = self.playlist.items[self.index]
-        if self.active and self.seconds() >= item.duration:
+        if self.pacer is not None and self.active and not self.paused:
+            m = self.pacer.update(self.seconds(), self.window.session.shown_time,
+                                  self.window.step_frames)
+            if m != self.window.panel.steps_per_frame.value():
+                self.window.panel.steps_per_frame.setValue(m)
+        if self.active and not self.paused and self.seconds() >= item.duration:
             if self.max_items and self.shown_items >= self.max_items:
                 self.stop()
                 self.window.close()
@@ -160,9 +233,11 @@ class ShowController(QObject):
         if not self.active:
             lines.append(f"you have the controls; the show goes on after "
                          f"{self.playlist.idle:g} s without input")
+        elif self.paused:
+            lines.append("held: Space goes on")
         canvas = w.canvas.native
-        px = max(18, canvas.height() // 28)
-        self.caption.setStyleSheet(f"QLabel {{ color: white; background: rgba(0, 0, 0, 110); "
+        px = round(max(18, canvas.height() // 28) * w.text_scale)
+        self.caption.setStyleSheet(f"QLabel {{ color: white; background: rgba(0, 0, 0, 160); "
                                    f"font-size: {px}px; padding: {px // 2}px; }}")
         self.caption.setText("\n".join(lines))
         self.caption.setFixedWidth(int(canvas.width() * 0.8))
@@ -175,6 +250,8 @@ class ShowController(QObject):
     def interrupt(self) -> None:
         """Hand control back: the panel and menus return, the camera stays where it is."""
         if self.active:
+            if self.paused:
+                self.toggle_pause()
             self.active = False
             self.window.canvas.camera.fixed()
             self._chrome(True)
@@ -190,6 +267,12 @@ class ShowController(QObject):
 
     def eventFilter(self, obj, event) -> bool:
         kind = event.type()
+        if (self.active and kind in (QEvent.Type.KeyPress, QEvent.Type.ShortcutOverride)
+                and event.key() in PRESENTER_KEYS):
+            event.accept()  # (an override accepted: the key comes as a KeyPress, no shortcut)
+            if kind == QEvent.Type.KeyPress and not event.isAutoRepeat():
+                self._presenter_key(event.key())
+            return True
         if kind in INPUT_EVENTS and self._is_user(kind):
             was_active = self.active
             self.interrupt()
@@ -212,6 +295,8 @@ class ShowController(QObject):
         self._timer.stop()
         self._idle.stop()
         QApplication.instance().removeEventFilter(self)
+        self.window.unsetCursor()
+        self.window.canvas.native.unsetCursor()
 
 
 class _LastKnown:

@@ -24,7 +24,9 @@ from galaxyview.app.scenes import SceneActions, ViewOptions
 from galaxyview.app.scrub import ScrubBar
 from galaxyview.app.session import Session, wait_for_workers
 from galaxyview.app.shortcuts import build_menus
+from galaxyview.render.camera import Camera
 from galaxyview.render.look import Look
+from galaxyview.render.projections import WIDE, WIDE_FIT_DEG
 
 HUD_MS = 250
 AUTO_ORBIT_DEG = 0.25  # per drawn frame
@@ -62,6 +64,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.final_frame = None  # the last state reported before the window closed
         self.show_controller = None  # app/show.py, in show mode
         self.hud_enabled = True
+        self.text_scale = 1.0  # HUD and show captions (set_text_scale)
         self._fit_pending = False
         self._dirty = True
         self._layout()
@@ -69,6 +72,9 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self._connect_keyframes()
         self._connect_ring()
         build_menus(self)
+        if self.options.projection is not None:
+            p = self.options.projection
+            self.set_projection(p.name, fov=p.fov, tilt=p.tilt, eye_sep=p.eye_sep)
         if settings is not None:
             stored.restore(self, settings)
         self.timer = self._every(FRAME_MS, self._tick)
@@ -165,6 +171,33 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
             return
         self.hud.show_info(self.hud_info())
         self.show_colour_bar()
+
+    def set_text_scale(self, scale: float) -> None:
+        """The size of the HUD's and the show's text, 1 the default (a projector: 2 or more)."""
+        lo, hi = hud.TEXT_SCALES
+        self.text_scale = float(min(max(scale, lo), hi))
+        self.hud.set_scale(self.text_scale)
+
+    def set_projection(self, name: str, **settings) -> None:
+        """Draw through projection `name` (render/projections), its other settings kept; the
+        camera refits closer in for a projection of half the sky or more, and back."""
+        camera = self.canvas.camera
+        was_wide = camera.projection.name in WIDE
+        camera.projection = camera.projection.with_(name=name, **settings)
+        if (name in WIDE) != was_wide:
+            camera.fov_deg = WIDE_FIT_DEG if name in WIDE else Camera().fov_deg
+            if self.session is not None:
+                self.fit_camera()
+        action = getattr(self, "projection_actions", {}).get(name)
+        if action is not None:
+            action.setChecked(True)
+        self.canvas.update()
+
+    def toggle_full_screen(self) -> None:
+        if self.isFullScreen():
+            self.showNormal()
+        else:
+            self.showFullScreen()
 
     def hud_info(self) -> hud.HudInfo:
         return hud.describe(self.session, self.canvas, self.playing, self.recorder is not None)

@@ -126,3 +126,51 @@ def engine_options(args: argparse.Namespace) -> dict:
     """The keyword arguments of open_simulation that add_backend and add_physics parsed."""
     return {"device": args.device, "integrator": args.integrator, "boundary": args.boundary,
             "collision": args.collision}
+
+
+def degrees_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of degrees") from None
+    if not -360 <= value <= 360:
+        raise argparse.ArgumentTypeError(f"{text} degrees is out of range")
+    return value
+
+
+def separation_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def add_projection(p, movies: bool = False) -> None:
+    """--projection, --fov, --tilt, --eye-sep (render/projections): record, the viewer, show."""
+    from galaxyview.render.projections import FOV_RANGE, PROJECTIONS
+
+    p.add_argument("--projection", choices=PROJECTIONS, default="perspective",
+                   help="perspective: the viewer's camera; fisheye: a dome master (zenith at the "
+                        "centre, the camera's target at the front, the bottom); equirect: 360; "
+                        "stereo-sbs, stereo-tb: stereo pairs side by side or left eye on top; "
+                        "ods: 360 stereo, left eye on top"
+                        + (". 360 movies carry the metadata players and YouTube read"
+                           if movies else "") + " (perspective)")
+    p.add_argument("--fov", type=degrees_type, default=180.0, metavar="DEG",
+                   help=f"fisheye: field of view, {FOV_RANGE[0]:g}..{FOV_RANGE[1]:g} degrees (180)")
+    p.add_argument("--tilt", type=degrees_type, default=0.0, metavar="DEG",
+                   help="fisheye: the dome's tilt, degrees; the zenith turns from the camera's "
+                        "up towards its target (90 puts the target at the centre) (0)")
+    p.add_argument("--eye-sep", type=separation_type, metavar="D",
+                   help="stereo and ods: the distance between the eyes in scene units (default: "
+                        "a thirtieth of the camera's distance to its target)")
+
+
+def projection_of(args):
+    """The checked Projection of add_projection's arguments (ParameterError if out of range)."""
+    from galaxyview.render.projections import Projection
+
+    return Projection(args.projection, args.fov, args.tilt, args.eye_sep).validate()

@@ -7,13 +7,15 @@ holds the frames made so far).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from galaxyview.cli import common
 from galaxyview.cli.output import making_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.movie.encoder import PRESETS, MovieError, check_size
+from galaxyview.model.pace import movie_pace
 from galaxyview.movie.recorder import CAMERAS
-from galaxyview.render.look import COLOUR_MODES, Look
+from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, TONE_MAPS, Look
 
 DEFAULT_SECONDS = 10.0
 
@@ -46,6 +48,16 @@ def seconds_type(text: str) -> float:
     return value
 
 
+def positive_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def crf_type(text: str) -> int:
     value = common.whole_number(text)
     if not 0 <= value <= 51:
@@ -57,7 +69,9 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "record", help="record a movie headless (H.264 mp4)",
         description="Evolve a scene or snapshot and record it as an H.264 mp4 movie, headless "
-                    "(EGL on an NVIDIA GPU, offscreen Mesa otherwise), with the viewer's look. "
+                    "(EGL on an NVIDIA GPU, offscreen Mesa otherwise), no UI in the frames, in "
+                    "the window's default look or one saved from it (File > Save look…, "
+                    "--look), changed by the look options. "
                     "Frame 0 is the initial state; each later frame is --steps-per-frame steps on. "
                     "An archive of several snapshots (galaxyview run --archive) is played back "
                     "without simulating: one snapshot a frame (every M-th with "
@@ -65,7 +79,13 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("source", metavar="SCENE|SNAPSHOT|ARCHIVE",
                    help="a shipped scene's name, a .toml scene file, a snapshot, or an archive "
                         "to play back")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.mp4", help="the movie to write")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("-o", "--output", metavar="FILE.mp4|DIR/%05d.png",
+                     help="the movie to write, or numbered PNG frames (a %%d pattern ending "
+                          "in .png: what planetarium playback systems take)")
+    out.add_argument("--png-dir", metavar="DIR",
+                     help="write numbered PNG frames DIR/00000.png, DIR/00001.png, ... instead "
+                          "of a movie (DIR is made if missing)")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--frames", type=common.count_type, metavar="K",
                         help="number of frames (default: 10 s worth)")
@@ -74,8 +94,15 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--fps", type=fps_type, default=30, help="frames per second (30)")
     p.add_argument("--size", type=size_type, default=(1920, 1080), metavar="WxH",
                    help="frame size in pixels, both even (1920x1080)")
-    p.add_argument("--steps-per-frame", type=common.count_type, default=1, metavar="M",
-                   help="simulation steps between frames (1)")
+    pace = p.add_mutually_exclusive_group()
+    pace.add_argument("--steps-per-frame", type=common.count_type, metavar="M",
+                      help="simulation steps between frames (default: paced to the story, "
+                           "--story or the scene's story_time; else 1)")
+    pace.add_argument("--story", type=positive_type, metavar="T",
+                      help="the simulation time the movie shows, N-body units (seconds for a "
+                           "scene in SI units): the steps per frame are chosen so that the last "
+                           "frame reaches it (default: the scene's story_time, where it has one)")
+    common.add_projection(p, movies=True)
     p.add_argument("--camera", choices=CAMERAS, default="fixed",
                    help="fixed: framed on the initial state; orbit: turns about the vertical "
                         "axis, 12 degrees per movie second; follow: tracks the first galaxy's "
@@ -86,9 +113,22 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     common.add_backend(p)
     common.add_physics(p)
     p.add_argument("--caption", action="store_true", help="burn in the scene name and the time")
-    p.add_argument("--colour", choices=COLOUR_MODES, default="component",
-                   help="colour by: component, galaxy of origin, speed, potential, binding "
-                        "energy, local density or mass (a star cluster's IMF) (component)")
+    look = p.add_argument_group("look", "the look file's settings, or the window's defaults, "
+                                        "changed by these")
+    look.add_argument("--look", metavar="FILE.toml",
+                      help="a look saved from the window (File > Save look…)")
+    look.add_argument("--colour", choices=COLOUR_MODES,
+                      help="colour by: component, galaxy of origin, speed, potential, binding "
+                           "energy, local density or mass (a star cluster's IMF) (component)")
+    look.add_argument("--colour-map", choices=COLOUR_MAPS,
+                      help="the colour map of the colourings by value (viridis)")
+    look.add_argument("--exposure", type=positive_type, metavar="X",
+                      help="light multiplier before tone mapping (1)")
+    look.add_argument("--point-size", type=positive_type, metavar="PX",
+                      help="sprite diameter in pixels, 0.5..64 (3)")
+    look.add_argument("--tone-map", choices=TONE_MAPS,
+                      help="exp, reinhard (both keep dense cores from burning out) or linear "
+                           "(exp)")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--crf", type=crf_type, default=18,
                    help="x264 quality, 0 (lossless) .. 51 (worst); 18 looks lossless (18)")
@@ -98,8 +138,24 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def record_look(args) -> Look:
+    """The look of the movie: the look file's (or the defaults), then the options given."""
+    changes = {}
+    if args.look:
+        from galaxyview.render.look_file import load_look
+
+        changes = load_look(args.look)
+    for key, value in (("colour_mode", args.colour), ("colour_map", args.colour_map),
+                       ("exposure", args.exposure), ("point_size", args.point_size),
+                       ("tone_map", args.tone_map)):
+        if value is not None:
+            changes[key] = value
+    return Look(**changes)
+
+
 def run_record(args) -> int:
     from galaxyview.movie.encoder import MovieWriter
+    from galaxyview.movie.frames import FrameWriter
     from galaxyview.movie.recorder import RecordOptions, record_simulation
 
     frames = args.frames or max(1, round((args.duration or DEFAULT_SECONDS) * args.fps))
@@ -110,25 +166,47 @@ def run_record(args) -> int:
             from galaxyview.render.camera_path import CameraPath
 
             camera_path = CameraPath.load(args.camera_path)
-        options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame, args.camera,
+        look = record_look(args)
+        projection = common.projection_of(args)
+        options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame or 1,
+                                args.camera,
                                 args.caption, args.overwrite, args.crf, args.preset,
-                                camera_path=camera_path).validate()
+                                camera_path=camera_path, projection=projection).validate()
         # the output is checked (and its temporary file made) before any simulation work
-        writer = MovieWriter(args.output, options.fps, options.size, args.overwrite,
-                             crf=options.crf, preset=options.preset)
+        if args.png_dir or str(args.output).lower().endswith(".png"):
+            pattern = str(Path(args.png_dir) / "%05d.png") if args.png_dir else args.output
+            writer = FrameWriter(pattern, options.fps, options.size, args.overwrite,
+                                 frames=frames)
+        else:
+            writer = MovieWriter(args.output, options.fps, options.size, args.overwrite,
+                                 crf=options.crf, preset=options.preset)
         from galaxyview.simulation import open_simulation
 
         with making_bar() as made:
             sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt,
                                   args.eps, progress=made, **common.engine_options(args))
         if sim.engine.frame_count is not None:  # an archive: its snapshots, one a frame
-            stored = 1 + (sim.engine.frame_count - 1) // args.steps_per_frame
+            if args.story:
+                sim.close()
+                raise GalaxyviewError(f"{args.source} is played back, one snapshot a frame: "
+                                      "--story paces a simulation; use --steps-per-frame")
+            every = options.steps_per_frame
+            stored = 1 + (sim.engine.frame_count - 1) // every
             frames = options.frames = args.frames or (
                 round(args.duration * args.fps) if args.duration else stored)
             if frames > stored:
                 say(f"galaxyview record: note: {args.source} holds {stored} frames "
-                    f"(--steps-per-frame {args.steps_per_frame}); the last is held for the "
-                    f"other {frames - stored}")
+                    f"(--steps-per-frame {every}); the last is held for the other "
+                    f"{frames - stored}")
+        else:
+            story = args.story
+            if story is None and args.steps_per_frame is None and sim.scene is not None:
+                story = sim.scene.story_time
+            if story:
+                dt = sim.engine.params.dt
+                paced = movie_pace(story, dt, frames)
+                options.steps_per_frame = paced.steps_per_frame
+                say(f"galaxyview record: pace: {paced.describe(story, frames, dt)}")
     except GalaxyviewError as exc:
         if writer is not None:
             writer.abort()
@@ -146,7 +224,7 @@ def run_record(args) -> int:
     try:
         say(f"{sim.name}: {sim.engine.n} particles, {sim.why}; {frames} frames of "
              f"{options.size[0]}x{options.size[1]} at {options.fps} fps -> {writer.path}")
-        result = record_simulation(sim, writer, options, look=Look(colour_mode=args.colour),
+        result = record_simulation(sim, writer, options, look=look,
                                    show_progress=not args.no_progress)
     except KeyboardInterrupt:
         writer.abort()

@@ -21,6 +21,7 @@ def add_view_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps-per-frame", type=common.count_type, default=None, metavar="M",
                         help="simulation steps per drawn frame (default: on the CPU engine the "
                              "scene's pace, so that its story plays in about a minute; else 1)")
+    common.add_projection(parser)
     parser.add_argument("--screenshot", metavar="FILE.png",
                         help="run --frames frames, save the canvas as a PNG and exit")
     parser.add_argument("--overwrite", action="store_true",
@@ -34,15 +35,21 @@ def add_show_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "show", help="full-screen unattended show of a playlist of scenes",
         description="Loop a playlist of scenes full screen, unattended: camera programmes, "
-                    "captions, cross-fades. Any key or mouse move hands you the controls; the "
-                    "show goes on after the playlist's idle time. Format: docs/viewer.md.")
+                    "captions, cross-fades. Space holds the show, Right or Page Down skips a "
+                    "scene, Left or Page Up goes back one, F11 toggles full screen; any other "
+                    "key or a mouse move hands you the controls; the show goes on after the "
+                    "playlist's idle time. Format: docs/viewer.md.")
     p.add_argument("playlist", nargs="?", metavar="PLAYLIST",
                    help="a .toml playlist, or a shipped one's name (default: the shipped "
                         "default playlist)")
     common.add_backend(p)
+    common.add_projection(p)
     p.add_argument("--windowed", action="store_true", help="in a window, not full screen")
     p.add_argument("--items", type=common.count_type, default=0, metavar="K",
                    help="stop after K scenes (default: loop until closed)")
+    p.add_argument("--text-scale", type=float, metavar="S",
+                   help="size of the captions and the HUD, 1 the default; 2 or more reads well "
+                        "on a projector (1)")
     return p
 
 
@@ -82,8 +89,17 @@ def run_show(args) -> int:
         from galaxyview.app.main import run_show as show
         from galaxyview.app.window import ViewOptions
 
-        options = ViewOptions(backend=args.backend, engine={"device": args.device})
-        return show(options, playlist, fullscreen=not args.windowed, items=args.items)
+        options = ViewOptions(backend=args.backend, engine={"device": args.device},
+                              projection=common.projection_of(args))
+        if args.text_scale is not None:
+            from galaxyview.app.hud import TEXT_SCALES
+
+            lo, hi = TEXT_SCALES
+            if not lo <= args.text_scale <= hi:
+                raise GalaxyviewError(f"--text-scale must be {lo:g}..{hi:g}, got "
+                                      f"{args.text_scale:g}")
+        return show(options, playlist, fullscreen=not args.windowed, items=args.items,
+                    text_scale=args.text_scale)
     except GalaxyviewError as exc:
         print(f"galaxyview show: error: {exc}", file=sys.stderr)
         return 2
@@ -114,7 +130,8 @@ def run_view(args) -> int:
 
         options = ViewOptions(args.source, args.backend, args.n, args.theta, args.dt, args.eps,
                               engine=common.engine_options(args),
-                              steps_per_frame=args.steps_per_frame)
+                              steps_per_frame=args.steps_per_frame,
+                              projection=common.projection_of(args))
         return run_window(options, args.screenshot, args.frames)
     except GalaxyviewError as exc:
         print(f"galaxyview: error: {exc}", file=sys.stderr)

@@ -73,3 +73,27 @@ def cpu_pace(story_time: float, dt: float, theta: float, n: int | None = None,
     m = max(1, math.ceil(FRAME_S / max(step_seconds(n, theta, engine), 1e-12) - 1e-9))
     m = min(m, steps)
     return Pace(int(n), m, steps, story_wall_seconds(n, m, steps, theta, engine))
+
+
+@dataclass(frozen=True)
+class MoviePace:
+    """A movie's steps per frame that bring its last frame to the story's time."""
+
+    steps_per_frame: int
+    story_steps: int  # steps to story_time at dt
+    end_time: float  # the simulation time of the last frame (story_time or a little past)
+
+    def describe(self, story_time: float, frames: int, dt: float) -> str:
+        return (f"the story's t = {story_time:g} ({self.story_steps} steps of dt {dt:g}) in "
+                f"{frames} frames: {self.steps_per_frame} step(s) a frame, the last frame at "
+                f"t = {self.end_time:g}")
+
+
+def movie_pace(story_time: float, dt: float, frames: int) -> MoviePace:
+    """Steps per frame for `frames` frames (frame 0 the initial state) to show `story_time` at
+    time step dt."""
+    if not (story_time > 0 and dt > 0 and frames >= 1):
+        raise ValueError("story_time and dt must be > 0 and frames >= 1")
+    steps = max(1, math.ceil(story_time / dt - 1e-9))
+    m = max(1, math.ceil(steps / max(frames - 1, 1)))
+    return MoviePace(m, steps, (frames - 1) * m * dt)

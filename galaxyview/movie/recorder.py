@@ -23,6 +23,7 @@ from galaxyview.movie.caption import caption_text, draw_caption
 from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_size
 from galaxyview.progress import bar as progress_bar
 from galaxyview.render import rings
+from galaxyview.render.projections import WIDE, WIDE_FIT_DEG, WRAPS, Projection
 
 CAMERAS = ("fixed", "orbit", "follow")
 ORBIT_DEG_PER_S = 12.0  # orbit camera: one turn per 30 s of movie
@@ -41,6 +42,7 @@ class RecordOptions:
     preset: str = "fast"
     overlap: bool = True  # step in a thread during read-back (False: one thing at a time)
     camera_path: object = None  # a render.camera_path.CameraPath: the camera at each frame's time
+    projection: Projection = field(default_factory=Projection)  # render/projections
 
     def validate(self) -> "RecordOptions":
         if isinstance(self.frames, bool) or not isinstance(self.frames, int) or self.frames < 1:
@@ -53,6 +55,7 @@ class RecordOptions:
             raise ParameterError(f"camera must be one of {', '.join(CAMERAS)}, got {self.camera!r}")
         self.fps = check_fps(self.fps)
         self.size = check_size(self.size)
+        self.projection = self.projection.validate()
         return self
 
 
@@ -215,6 +218,10 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
     bar = None
     try:
         renderer.attach(sim.engine)  # frames the camera on the initial state
+        renderer.camera.projection = options.projection
+        if options.projection.name in WIDE:  # the particles across a quarter of the sky
+            renderer.camera.fov_deg = WIDE_FIT_DEG
+            renderer.camera.fit()
         sheet = sim.engine.params.sheet
         if sheet is not None:  # a ring: spheres, seen from above
             renderer.look = rings.ring_look(renderer.look, sheet)
@@ -247,5 +254,9 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
         writer.abort()
         return RecordResult(None, 0, options.frames, interrupted, failure)
     path = writer.close()
+    if options.projection.name in WRAPS and isinstance(writer, MovieWriter):
+        from galaxyview.movie.spherical import add_spherical_metadata
+
+        add_spherical_metadata(path, "top-bottom" if options.projection.stereo else "mono")
     return RecordResult(path, done, options.frames, interrupted, failure,
                         time.perf_counter() - start, sim.engine.time, spent)

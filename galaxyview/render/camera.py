@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 
+from galaxyview.render.projections import Projection
+
 FIT_SAMPLE = 200_000  # particles looked at by fit(); more changes nothing visible
 
 
@@ -29,6 +31,7 @@ class Camera:
         self.elevation = 30.0  # degrees above the x-y plane
         self._follow = None
         self.fit_source = None  # callable -> (N, 3) positions, set by the renderer's attach()
+        self.projection = Projection()  # how the view reaches the pixels (render/projections)
 
     # -- geometry ------------------------------------------------------------------------------
     def direction(self) -> np.ndarray:
@@ -65,8 +68,13 @@ class Camera:
     def mvp(self, aspect: float) -> np.ndarray:
         return self.projection_matrix(aspect) @ self.view_matrix()
 
+    def eyes(self, size: tuple[int, int]):
+        """(projection code, eye rows) of self.projection for a (width, height) image."""
+        return self.projection.eyes(self, size)
+
     def project(self, points: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-        """Pixel coordinates (x right, y down) of (N, 3) points in a (width, height) view."""
+        """Pixel coordinates (x right, y down) of (N, 3) points in a (width, height)
+        perspective view."""
         w, h = size
         p = np.c_[np.asarray(points, float), np.ones(len(points))] @ self.mvp(w / h).T
         ndc = p[:, :2] / p[:, 3:4]

@@ -25,9 +25,11 @@ def light_view(camera, look, size, colouring, n: int) -> LightView:
     ParticleRenderer.colouring() (mode, its code, (lo, hi), colour map)."""
     w, h = int(size[0]), int(size[1])
     mode, code, (lo, hi), lut = colouring
-    return LightView(w, h, camera.mvp(w / max(h, 1)).astype(np.float32),
-                     float(look.point_size), light_gain(n, (w, h), look.point_size), mode, int(code), float(lo),
-                     float(hi), np.asarray(lut, np.float32), _COMPONENTS, _GALAXIES)
+    projection, eyes = camera.eyes((w, h))
+    eye = (int(eyes[0, 18]), int(eyes[0, 19]))  # light per particle: an eye's pixels
+    return LightView(w, h, eyes[0, :16].reshape(4, 4), float(look.point_size),
+                     light_gain(n, eye, look.point_size), mode, int(code), float(lo), float(hi),
+                     np.asarray(lut, np.float32), _COMPONENTS, _GALAXIES, projection, eyes)
 
 
 class HostSplatter:

@@ -7,6 +7,7 @@ import math
 import numpy as np
 from vispy import gloo
 
+from galaxyview.light.kernel import EQUIRECT
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
 from galaxyview.render.camera import Camera
@@ -208,12 +209,50 @@ class ParticleRenderer:
             self._outline["u_levels"] = (0.0, 1.0)
             self._outline.draw("lines")
 
+    def _draw_sprites(self, camera: Camera, size) -> None:
+        """GL point sprites into the bound light buffer, through each eye of the camera's
+        projection (render/projections): its viewport, and for equirect the copies across the
+        seam (a GL viewport three eyes wide, scissored to the eye's)."""
+        look, p = self.look, self._points
+        projection, eyes = camera.eyes(size)
+        gloo.set_state(blend=True, depth_test=False, blend_func=("one", "one"))
+        p["u_point_size"] = float(look.point_size)
+        eye = (int(eyes[0, 18]), int(eyes[0, 19]))
+        p["u_gain"] = light_gain(self.count, eye, look.point_size)
+        _, code, (lo, hi), lut = self.colouring()
+        p["u_colour_mode"] = code
+        p["u_range"] = (lo, hi)
+        if self._lut_name != look.colour_map:
+            for i, rgb in enumerate(lut):
+                p[f"u_lut[{i}]"] = tuple(float(c) for c in rgb)
+            self._lut_name = look.colour_map
+        p["u_projection"] = projection
+        wraps = projection == EQUIRECT
+        scissor = wraps or len(eyes) > 1
+        gloo.set_state(scissor_test=scissor)
+        for row in eyes:
+            x, y, vw, vh = (int(v) for v in row[16:20])
+            left = vw if wraps else 0
+            p["u_mvp"] = row[:16].reshape(4, 4).T  # GLSL reads column-major
+            p["u_eye_number"] = float(row[20])
+            p["u_eye_size"] = (float(vw), float(vh))
+            p["u_gl_span"] = (float(left), float(vw + 2 * left))
+            gloo.set_viewport(x - left, y, vw + 2 * left, vh)
+            if scissor:
+                gloo.set_scissor(x, y, vw, vh)
+            for shift in ((0, -vw, vw) if wraps else (0,)):
+                p["u_shift"] = float(shift)
+                p.draw("points")
+        gloo.set_state(scissor_test=False)
+        gloo.set_viewport(0, 0, *size)
+
     def draw(self, camera: Camera, size: tuple[int, int]) -> None:
         """Draw into the bound framebuffer (the canvas, or an FBO the caller activated)."""
         look = self.look
         w, h = int(size[0]), int(size[1])
         mvp = camera.mvp(w / max(h, 1)).T.astype(np.float32)  # GLSL reads column-major
-        spheres = look.spheres and self.count
+        flat = camera.projection.name == "perspective"  # spheres and boxes: perspective only
+        spheres = look.spheres and self.count and flat
         light = None
         if self.light_source is not None and (self.count or self.light_only) and not spheres:
             light = self.light_source.light(camera, look, (w, h))  # None: draw sprites
@@ -231,19 +270,7 @@ class ParticleRenderer:
                 gloo.set_clear_color((0, 0, 0, 0))
                 gloo.clear(color=True, depth=False)
                 if self.count:
-                    gloo.set_state(blend=True, depth_test=False, blend_func=("one", "one"))
-                    p = self._points
-                    p["u_mvp"] = mvp
-                    p["u_point_size"] = float(look.point_size)
-                    p["u_gain"] = light_gain(self.count, (w, h), look.point_size)
-                    _, code, (lo, hi), lut = self.colouring()
-                    p["u_colour_mode"] = code
-                    p["u_range"] = (lo, hi)
-                    if self._lut_name != look.colour_map:
-                        for i, rgb in enumerate(lut):
-                            p[f"u_lut[{i}]"] = tuple(float(c) for c in rgb)
-                        self._lut_name = look.colour_map
-                    p.draw("points")
+                    self._draw_sprites(camera, (w, h))
             self._tonemap["u_light"] = self._light
         gloo.set_viewport(0, 0, w, h)
         gloo.set_state(blend=False, depth_test=False)
@@ -251,8 +278,11 @@ class ParticleRenderer:
         t["u_exposure"] = float(look.exposure)
         t["u_tone_map"] = TONE_MAPS.index("linear" if spheres else look.tone_map)
         t["u_background"] = tuple(look.background[:3])
+        t["u_size"] = (float(w), float(h))
+        dome = camera.projection.name == "fisheye"  # black beyond the dome master's circle
+        t["u_disc"] = 0.5 * min(w, h) if dome else 0.0
         t.draw("triangle_strip")
-        if look.boxes and self._box_count and not spheres:
+        if look.boxes and self._box_count and not spheres and flat:
             gloo.set_state(blend=True, blend_func=("src_alpha", "one_minus_src_alpha"))
             self._boxes["u_mvp"] = mvp
             self._boxes["u_levels"] = tuple(float(x) for x in look.box_levels)

@@ -10,8 +10,12 @@ Camera programmes, from the view the scene was framed with when it opened:
 """
 from __future__ import annotations
 
+import math
 
 from galaxyview.render.camera_path import CameraPath
+
+MEASURE_S = 0.5  # the batch rate is measured over at least this long
+MAX_STEPS_PER_FRAME = 1000  # the panel's range
 
 
 def smoothstep(x: float) -> float:
@@ -52,3 +56,38 @@ def caption_lines(name: str, text: str, sim_time: float, time_myr: float | None,
             else f"t = {sim_time:,.0f} s" if seconds else f"t = {sim_time:.3g} (N-body units)")
     lines = [f"{name}   ·   {when}"]
     return lines + [text] if text else lines
+
+
+class StoryPacer:
+    """Keeps a scene's story (story_time at time step dt) to the item's `duration` seconds: from
+    the step batches the window draws, measured as the show runs, the steps per frame that
+    reach story_time as the item ends. update() each tick; hold() while the show is held."""
+
+    def __init__(self, story_time: float, dt: float, duration: float, steps_per_frame: int,
+                 seconds: float = 0.0, batches: int = 0):
+        self.story_time, self.dt, self.duration = story_time, dt, duration
+        self.steps_per_frame = max(1, int(steps_per_frame))
+        self.hold(seconds, batches)
+
+    def hold(self, seconds: float, batches: int) -> None:
+        """Measure afresh from here (after a pause: no batches were drawn meanwhile)."""
+        self._since, self._batches = seconds, batches
+
+    def update(self, seconds: float, sim_time: float, batches: int) -> int:
+        """The steps per frame from now on, at `seconds` into the item, the simulation at
+        sim_time, `batches` step batches drawn so far (a running count)."""
+        span = seconds - self._since
+        if span < MEASURE_S or sim_time >= self.story_time:
+            return self.steps_per_frame
+        rate = (batches - self._batches) / span  # batches a second at the present pace
+        self.hold(seconds, batches)
+        if rate <= 0:
+            return self.steps_per_frame
+        left_steps = (self.story_time - sim_time) / self.dt
+        left_batches = rate * max(self.duration - seconds, MEASURE_S)
+        m = math.ceil(left_steps / max(left_batches, 1.0))
+        # at most doubling or halving at once: a bigger batch also draws less often
+        m = min(max(m, self.steps_per_frame // 2, 1), 2 * self.steps_per_frame,
+                MAX_STEPS_PER_FRAME)
+        self.steps_per_frame = m
+        return m

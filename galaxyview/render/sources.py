@@ -135,7 +135,8 @@ class EngineLight(HostSource):
         from galaxyview.render.host_splat import light_view  # numba: imported with splatter
 
         view = light_view(camera, look, size, r.colouring(), self.engine.n)
-        key = (self._state, view.width, view.height, view.mvp.tobytes(), view.point_size,
+        key = (self._state, view.width, view.height, view.projection, view.eye_rows().tobytes(),
+               view.point_size,
                view.mode, view.lo, view.hi, view.lut.tobytes())
         if key == self._key:
             return self._texture
