@@ -9,6 +9,7 @@ import traceback
 from PyQt6.QtCore import QTimer
 from PyQt6.QtWidgets import QApplication
 
+from galaxyview import interrupt
 from galaxyview.app import settings
 from galaxyview.app.platform import opengl_problem
 from galaxyview.app.window import MainWindow, ViewOptions, save_png, wait_for_workers
@@ -81,28 +82,33 @@ def _report_unexpected(window):
 
 
 class QuitOnSignal:
-    """Ctrl-C (SIGINT) and SIGTERM close the window like Ctrl+Q; `code` is then 128 + signal
-    (130, 143). Python runs signal handlers only between its own bytecodes, so a timer hands
-    it control a few times a second while Qt's event loop runs."""
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP, each unless ignored (a background job, nohup), close the window like Ctrl+Q; `code` is then 128 + signal (130, 143, 129); on rank 0
+    of an MPI job also the launcher's SIGUSR1, for the stop its note names (interrupt.py).
+    Python runs signal handlers only between its own bytecodes, so a timer hands it control
+    a few times a second while Qt's event loop runs."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
     def __init__(self, window):
         self.window, self.code = window, None
-        self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        taken = [s for s in self.SIGNALS if callable(signal.getsignal(s)) or
+                 (s != signal.SIGUSR1 and signal.getsignal(s) is signal.SIG_DFL)]
+        self._previous = {s: signal.signal(s, self._handle) for s in taken}
         self._timer = QTimer()
         self._timer.setInterval(100)
         self._timer.timeout.connect(lambda: None)
         self._timer.start()
 
     def _handle(self, signum, _frame) -> None:
+        if signum == signal.SIGUSR1:  # a stop the launcher passed on
+            signum = interrupt.forwarded()
         if self.code is None:
             self.code = 128 + signum
             print(f"galaxyview: {signal.Signals(signum).name}: closing the window",
                   file=sys.stderr)
             QTimer.singleShot(0, self.window.close)  # from the event loop, not the handler
-        else:  # a second signal while closing: stop waiting
-            raise KeyboardInterrupt
+        elif not interrupt.held():  # a second signal while closing: stop waiting (rank 0 of
+            raise KeyboardInterrupt  # an MPI job: the launcher ends the job)
 
     def restore(self) -> None:
         self._timer.stop()
