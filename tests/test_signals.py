@@ -182,3 +182,51 @@ def test_a_bad_setting_on_one_process_ends_the_job_at_once(tmp_path, name, value
     assert done.returncode == 2, done.stderr[-2000:]
     assert says in done.stderr and "Traceback" not in done.stderr
     assert time.monotonic() - t0 < BOUND_S
+
+
+JOB = """
+import os, signal, subprocess, sys, time
+from galaxyview import interrupt
+from galaxyview.cli import processes
+
+interrupt.take_stop_signals()
+# a job that ignores the stop passed on: a 'launcher' and a 'rank' in a process group of its
+# own, in the job's session (as Open MPI starts its ranks)
+busy = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGUSR1, "
+        "signal.SIG_IGN); print(flush=True); time.sleep(300)"]
+job = subprocess.Popen([sys.executable, "-c", "import os, signal, subprocess, sys, time; "
+                        "signal.signal(signal.SIGUSR1, signal.SIG_IGN); "
+                        f"r = subprocess.Popen({busy!r}, process_group=0); "
+                        "print(r.pid, flush=True); time.sleep(300)"],
+                       start_new_session=True, stdout=subprocess.PIPE, text=True)
+rank = int(job.stdout.readline())
+print(rank, flush=True)
+note = sys.argv[1]
+code, stop = processes._supervise(job, note, 1)
+print(code, stop, open(note).read(), flush=True)
+"""
+
+
+def test_a_job_that_does_not_stop_is_killed_after_the_grace_period(tmp_path):
+    """The launcher passes the stop on; a job still running after the grace period is
+    killed, its ranks (process groups of their own in mpirun's session) with it."""
+    if sys.version_info < (3, 11):
+        pytest.skip("process_group= needs Python 3.11")
+    note = tmp_path / "note"
+    proc = subprocess.Popen([sys.executable, "-c", JOB, str(note)], stdout=subprocess.PIPE,
+                            text=True, env=mpirun.env())
+    rank = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=BOUND_S)
+    assert out.split() == [str(-signal.SIGKILL), "SIGTERM", "SIGTERM"]
+    deadline = time.monotonic() + BOUND_S
+    while time.monotonic() < deadline:  # (the rank's parent reaps it: gone, or a zombie)
+        try:
+            with open(f"/proc/{rank}/stat") as stat:
+                if stat.read().split(") ")[1].startswith("Z"):
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the rank outlived the kill")
