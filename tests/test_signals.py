@@ -230,3 +230,16 @@ def test_a_job_that_does_not_stop_is_killed_after_the_grace_period(tmp_path):
         time.sleep(0.1)
     else:
         raise AssertionError("the rank outlived the kill")
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("how", ["TERM", "HUP"])
+def test_a_background_viewer_closes_on_a_stop(tmp_path, record_property, how):
+    """The viewer's command line as a script's background job: a stop while it loads or
+    plays closes it with 128 + the signal."""
+    proc = _start(["plummer", *REF, "--n", "800"], tmp_path, True,
+                  XDG_CONFIG_HOME=str(tmp_path / "config"))
+    code, err, took = _stop(proc, how, _moment(f"view-{how}", 0.5, 5.0), tmp_path,
+                            record_property)
+    assert code == CODES[how], err[-2000:]
+    assert SAYS[how] in err and "Traceback" not in err, err[-2000:]
