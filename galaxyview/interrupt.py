@@ -22,11 +22,19 @@ NOTE_ENV = "GALAXYVIEW_STOP_NOTE"  # a file where the launcher writes the signal
 
 _came: list[int] = []  # the stop signals taken, in order
 _deferring: list = []  # the Interrupts in force (main thread), innermost last
-_state = {"held": False, "pending": False, "acted": False, "raised": 0}
+_state = {"held": False, "pending": False, "acted": False, "raised": 0, "shield": 0,
+          "postponed": None}
 
 
 def _handle(signum, frame) -> None:
     _came.append(signum)
+    _act(signum)
+
+
+def _act(signum) -> None:
+    if _state["shield"]:
+        _state["postponed"] = signum  # acted on when the shielded block is done
+        return
     if _state["held"] and _state["acted"]:
         return  # (held) already stopping: the state is being kept
     if _deferring:
@@ -89,6 +97,24 @@ def what_stopped() -> str:
     """'Ctrl-C', 'SIGTERM' or 'SIGHUP'."""
     sig = stopped_by()
     return "Ctrl-C" if sig is None else signal.Signals(sig).name
+
+
+@contextlib.contextmanager
+def shielded():
+    """(main thread) A stop waits until the block is done: a write that must not be cut in
+    half (an archive's snapshot, the last state), even by a second Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _state["shield"] += 1
+    try:
+        yield
+    finally:
+        _state["shield"] -= 1
+        sig = _state["postponed"]
+        if not _state["shield"] and sig is not None:
+            _state["postponed"] = None
+            _act(sig)
 
 
 @contextlib.contextmanager

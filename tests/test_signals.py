@@ -64,6 +64,21 @@ def _stop(proc, how: str, at: float, tmp_path, record_property):
     return code, (tmp_path / "stderr").read_text(), took
 
 
+def test_a_stop_waits_for_a_shielded_write():
+    """A stop (here two Ctrl-C) during a shielded block (an archive's snapshot) is acted on
+    after it: deferred to the step's end, not raised in the middle of the write."""
+    from galaxyview import interrupt
+
+    stop = interrupt.Interrupt()
+    with stop.deferred():
+        with interrupt.shielded():
+            for _ in range(2):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.1)
+            assert not stop.requested  # (a KeyboardInterrupt here would fail the test)
+        assert stop.requested
+
+
 @pytest.fixture(scope="module")
 def start_state(tmp_path_factory):
     path = tmp_path_factory.mktemp("start") / "start.h5"
@@ -97,7 +112,7 @@ def _check_restart(start, archive, more: int = 2) -> None:
 def test_a_stopped_run_keeps_a_whole_archive(tmp_path, start_state, record_property, how,
                                              background):
     archive = tmp_path / "run.h5"
-    proc = _start(["run", start_state, *REF, "--steps", "1000000", "--archive", archive,
+    proc = _start(["run", start_state, *REF, "--steps", "20000", "--archive", archive,
                    "--every", "1"], tmp_path, background)
     code, err, took = _stop(proc, how, _moment(f"run-{how}", 0.3, 3.0), tmp_path,
                             record_property)
@@ -133,15 +148,15 @@ def test_a_stopped_two_process_run_ends_with_its_state(tmp_path, record_property
     """A stop between or inside steps: rank 0 stops after the step, keeps the state in the
     archive, lets the other process go."""
     archive = tmp_path / "run.h5"
-    proc = _start(["run", "plummer", "--n", "4000", *REF, "--procs", "2", "--steps", "1000000",
-                   "--archive", archive, "--every", "1"], tmp_path, background)
+    proc = _start(["run", "plummer", "--n", "4000", *REF, "--procs", "2", "--steps", "20000",
+                   "--archive", archive, "--every", "10"], tmp_path, background)
     code, err, took = _stop(proc, how, _moment(f"procs-{how}", 2.0, 6.0), tmp_path,
                             record_property)
     assert code == CODES[how], err[-3000:]
     assert SAYS[how] in err and "Traceback" not in err, err[-3000:]
     if archive.exists():
         store = read(archive)
-        assert np.isfinite(store.exact.pos).all() and store.exact.steps == store.count - 1
+        assert np.isfinite(store.exact.pos).all() and store.exact.steps >= store.count - 1
         store.close()
 
 
@@ -216,6 +231,7 @@ def test_a_job_that_does_not_stop_is_killed_after_the_grace_period(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", JOB, str(note)], stdout=subprocess.PIPE,
                             text=True, env=mpirun.env())
     rank = int(proc.stdout.readline())
+    time.sleep(1.0)  # (into _supervise's wait: two statements on)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=BOUND_S)
     assert out.split() == [str(-signal.SIGKILL), "SIGTERM", "SIGTERM"]

@@ -15,7 +15,7 @@ from galaxyview.cli import common
 from galaxyview.cli.output import making_bar, print_json, progress_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path
-from galaxyview.interrupt import what_stopped
+from galaxyview.interrupt import shielded, what_stopped
 
 ENERGY_WARN = 0.01  # a relative energy error above this gets a note
 RESCUE_AFTER_S = 60.0  # a run without --archive or --out keeps its state when it ran this long
@@ -122,7 +122,8 @@ def cmd_run(args) -> int:
             result = run(sim.engine, sim.name, args.steps, update,
                          sim.units.time_myr if sim.units else None, checkpoints)
         if result.stopped:
-            result.saved = _keep_last_state(sim, args, checkpoints, overwrite, result)
+            with shielded():  # (a further stop: after the state is kept)
+                result.saved = _keep_last_state(sim, args, checkpoints, overwrite, result)
         else:
             if checkpoints is not None:
                 checkpoints.finish(sim.engine)
