@@ -137,7 +137,20 @@ def main(argv: list[str] | None = None) -> int:
     if code is None:
         print(f"galaxyview: interrupted ({what_stopped()})", file=sys.stderr)
         code = _exit_code(130)
+    if argv is None and code in (129, 130, 143) and not _in_mpi_job():
+        # CPython remembers a KeyboardInterrupt that left a nested evaluation (import-time
+        # code) even when caught, and would end the process by SIGINT instead of this code
+        # (not in an MPI job: its processes finalize MPI at exit)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code
+
+
+def _in_mpi_job() -> bool:
+    from galaxyview.engines.parallel.mpi import world_size_from_env
+
+    return NOTE_ENV in os.environ or world_size_from_env() > 1
 
 
 def _main(argv: list[str] | None) -> int:
