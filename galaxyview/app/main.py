@@ -135,10 +135,9 @@ def _application() -> QApplication:
     return app
 
 
-def _exec(app, window) -> int | None:
-    """Run the event loop; the signal's exit code when SIGINT or SIGTERM closed the window."""
+def _exec(app, window, quit_on: QuitOnSignal) -> int | None:
+    """Run the event loop; the signal's exit code when a stop signal closed the window."""
     previous_hook, sys.excepthook = sys.excepthook, _report_unexpected(window)
-    quit_on = QuitOnSignal(window)
     try:
         app.exec()
     finally:
@@ -161,6 +160,7 @@ def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
         window.close()
         wait_for_workers()
         raise
+    quit_on = QuitOnSignal(window)  # (from here: before Qt's GL set-up, no place for a raise)
     window.show()
     if screenshot:
         run = ScreenshotRun(window, screenshot, frames)
@@ -168,7 +168,7 @@ def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
         run = None
         window.set_playing(True)
         _announce(window, True)
-    code = _exec(app, window)
+    code = _exec(app, window, quit_on)
     last = window.final_frame
     if run is None and last is not None:
         print(f"galaxyview: closed after {last.steps_done} steps (t = {last.time:.4g} N-body)",
@@ -189,11 +189,13 @@ def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int
     count = len(playlist.items)
     print(f"galaxyview show: {count} scene{'s' * (count != 1)} from {playlist.source}; any key "
           f"or mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
+    quit_on = QuitOnSignal(window)
     show.start()
     if not window.isVisible():  # nothing could be opened
+        quit_on.restore()
         wait_for_workers()
         return 1
-    code = _exec(app, window)
+    code = _exec(app, window, quit_on)
     if code is not None:
         return code
     return 0 if show.shown_items else 1
