@@ -135,12 +135,15 @@ def test_procs_under_mpirun_must_be_the_jobs_size(monkeypatch):
 
 
 def test_sigterm_and_sighup_are_taken_as_ctrl_c_but_a_nohup_stays():
+    """Also where SIGINT is ignored (a script's background job): SIGTERM still stops."""
     script = """
 import os, signal, time
 from galaxyview import interrupt
 signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup leaves it
-interrupt.stop_signals_as_ctrl_c()
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job of a script starts
+interrupt.take_stop_signals()
 assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 stop = interrupt.Interrupt()
 with stop.deferred():
     os.kill(os.getpid(), signal.SIGTERM)

@@ -118,11 +118,13 @@ def test_the_compiled_engine_over_two_processes(tmp_path, single):
 
 @pytest.mark.parametrize("how", ["hang", "die", "stuck"])
 def test_a_stalled_or_dead_process_stops_the_job(how):
+    """The stalled rank sleeps 120 s: the job must end well before (the bound only catches
+    that; start-up on a loaded machine takes what it takes)."""
     start = time.monotonic()
-    done = _mpirun(2, "stall.py", how, timeout=90)
+    done = _mpirun(2, "stall.py", how, timeout=150)
     assert done.returncode != 0
     assert "not reached" not in done.stdout
-    assert time.monotonic() - start < 60
+    assert time.monotonic() - start < 100
     if how == "hang":
         assert "no answer to the test collective" in done.stderr
     if how == "stuck":

@@ -9,6 +9,7 @@ import traceback
 from PyQt6.QtCore import QObject, QTimer, pyqtSignal
 from PyQt6.QtWidgets import QApplication
 
+from galaxyview import interrupt
 from galaxyview.app import settings
 from galaxyview.app.platform import opengl_problem
 from galaxyview.app.window import MainWindow, ViewOptions, save_png, wait_for_workers
@@ -101,28 +102,33 @@ def _report_unexpected(window, reporter: _Reporter):
 
 
 class QuitOnSignal:
-    """Ctrl-C (SIGINT) and SIGTERM close the window like Ctrl+Q; `code` is then 128 + signal
-    (130, 143). Python runs signal handlers only between its own bytecodes, so a timer hands
-    it control a few times a second while Qt's event loop runs."""
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP, each unless ignored (a background job, nohup), close the window like Ctrl+Q; `code` is then 128 + signal (130, 143, 129); on rank 0
+    of an MPI job also the launcher's SIGUSR1, for the stop its note names (interrupt.py).
+    Python runs signal handlers only between its own bytecodes, so a timer hands it control
+    a few times a second while Qt's event loop runs."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
     def __init__(self, window):
         self.window, self.code = window, None
-        self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        taken = [s for s in self.SIGNALS if callable(signal.getsignal(s)) or
+                 (s != signal.SIGUSR1 and signal.getsignal(s) is signal.SIG_DFL)]
+        self._previous = {s: signal.signal(s, self._handle) for s in taken}
         self._timer = QTimer()
         self._timer.setInterval(100)
         self._timer.timeout.connect(lambda: None)
         self._timer.start()
 
     def _handle(self, signum, _frame) -> None:
+        if signum == signal.SIGUSR1:  # a stop the launcher passed on
+            signum = interrupt.forwarded()
         if self.code is None:
             self.code = 128 + signum
             print(f"galaxyview: {signal.Signals(signum).name}: closing the window",
                   file=sys.stderr)
             QTimer.singleShot(0, self.window.close)  # from the event loop, not the handler
-        else:  # a second signal while closing: stop waiting
-            raise KeyboardInterrupt
+        elif not interrupt.held():  # a second signal while closing: stop waiting (rank 0 of
+            raise KeyboardInterrupt  # an MPI job: the launcher ends the job)
 
     def restore(self) -> None:
         self._timer.stop()
@@ -152,11 +158,10 @@ def _application() -> QApplication:
     return app
 
 
-def _exec(app, window) -> int | None:
-    """Run the event loop; the signal's exit code when SIGINT or SIGTERM closed the window."""
+def _exec(app, window, quit_on: QuitOnSignal) -> int | None:
+    """Run the event loop; the signal's exit code when a stop signal closed the window."""
     reporter = _Reporter()
     previous_hook, sys.excepthook = sys.excepthook, _report_unexpected(window, reporter)
-    quit_on = QuitOnSignal(window)
     try:
         app.exec()
     finally:
@@ -179,6 +184,7 @@ def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
         window.close()
         wait_for_workers()
         raise
+    quit_on = QuitOnSignal(window)  # (from here: before Qt's GL set-up, no place for a raise)
     window.show()
     if screenshot:
         run = ScreenshotRun(window, screenshot, frames)
@@ -186,7 +192,7 @@ def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
         run = None
         window.set_playing(True)
         _announce(window, True)
-    code = _exec(app, window)
+    code = _exec(app, window, quit_on)
     last = window.final_frame
     if run is None and last is not None:
         print(f"galaxyview: closed after {last.steps_done} steps (t = {last.time:.4g} N-body)",
@@ -209,11 +215,13 @@ def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int
     print(f"galaxyview show: {count} scene{'s' * (count != 1)} from {playlist.source}; Space "
           f"holds the show, Right / Left skip a scene or go back, F11 toggles full screen; any "
           f"other key or a mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
+    quit_on = QuitOnSignal(window)
     show.start()
     if not window.isVisible():  # nothing could be opened
+        quit_on.restore()
         wait_for_workers()
         return 1
-    code = _exec(app, window)
+    code = _exec(app, window, quit_on)
     if code is not None:
         return code
     return 0 if show.shown_items else 1

@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from galaxyview.version import __version__
-from galaxyview.cli import common
-from galaxyview.cli.output import show_library_warnings
 from galaxyview.errors import GalaxyviewError
-from galaxyview.interrupt import stop_signals_as_ctrl_c, stopped_by, what_stopped
+from galaxyview.interrupt import (NOTE_ENV, STOP_SIGNALS, hold, stopped_by, take_stop_signals,
+                                  what_stopped)
 
 COMMANDS = ("run", "accuracy", "bench", "scenes", "record", "view", "show")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from galaxyview.cli import common
+
     parser = argparse.ArgumentParser(
         prog="galaxyview",
         description="Real-time galaxy collisions on a GPU Barnes-Hut tree code. With no command "
@@ -116,7 +119,44 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line's exit code. As the program (argv None), stops that come once it is
+    done are ignored (it only exits); otherwise the signal handlers are restored."""
+    taken = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    if NOTE_ENV in os.environ:  # a process of a job that the --procs launcher started
+        hold(signal.SIGUSR1)  # (before the imports: the launcher's stop may come at once)
+    else:
+        take_stop_signals()  # first: a stop while starting ends it cleanly too
+    code = None
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for sig, handler in taken.items():
+            signal.signal(sig, signal.SIG_IGN if argv is None else handler)
+    if code is None:
+        print(f"galaxyview: interrupted ({what_stopped()})", file=sys.stderr)
+        code = _exit_code(130)
+    if argv is None and code in (129, 130, 143) and not _in_mpi_job():
+        # CPython remembers a KeyboardInterrupt that left a nested evaluation (import-time
+        # code) even when caught, and would end the process by SIGINT instead of this code
+        # (not in an MPI job: its processes finalize MPI at exit)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _in_mpi_job() -> bool:
+    from galaxyview.engines.parallel.mpi import world_size_from_env
+
+    return NOTE_ENV in os.environ or world_size_from_env() > 1
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    from galaxyview.cli.output import show_library_warnings  # (after the stop signals: numpy)
+
     show_library_warnings()
     # no command: the viewer, with the same arguments as 'view'
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
@@ -130,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         k = processes.wanted(args)
         if parallel.launched():  # under mpirun: rank 0 runs the command, the others serve
             processes.check_launched(k)
-            return processes.as_rank(lambda: _command(args))
-        stop_signals_as_ctrl_c()  # (the processes of an MPI job: as mpirun has them)
+            return processes.as_rank(lambda: _command(args),
+                                     getattr(args, "backend", "cpu") not in ("cpu", "reference"))
         if k > 1:
             n = getattr(args, "n", None)  # (bench takes several)
             return _exit_code(processes.spawn(argv, k, args.backend == "gpu",
@@ -141,9 +181,6 @@ def main(argv: list[str] | None = None) -> int:
     except GalaxyviewError as exc:
         print(f"galaxyview: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"galaxyview: interrupted ({what_stopped()})", file=sys.stderr)
-        return _exit_code(130)
 
 
 def _exit_code(code: int) -> int:
@@ -185,5 +222,5 @@ def _command(args) -> int:
         print("galaxyview: error: out of memory; try a smaller --n", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("galaxyview: interrupted", file=sys.stderr)
+        print(f"galaxyview: interrupted ({what_stopped()})", file=sys.stderr)
         return 130

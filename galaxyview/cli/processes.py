@@ -3,16 +3,24 @@ host with the same command line; under mpirun, rank 0 runs the command and the o
 serve its engine (engines/parallel)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import tempfile
+import time
+
+from galaxyview import interrupt
 
 from galaxyview.cli.output import say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.progress import TERMINAL_ENV
 
-REPORTED = (0, 1, 2, 3, 130)  # exit codes whose reason rank 0 or the time-out printed
+REPORTED = (0, 1, 2, 3, 129, 130, 143)  # exit codes whose reason rank 0 or a time-out printed
+GRACE_S = 8  # after a stop, seconds the job has to end before it is killed
+GRACE_ENV = "GALAXYVIEW_STOP_GRACE"
+KILLED = -signal.SIGKILL
 
 
 def wanted(args) -> int:
@@ -87,16 +95,23 @@ def spawn(argv: list[str], k: int, gpus: bool, n: int | None = None,
     aware = {True: "CUDA-aware", False: "not CUDA-aware: host staging", None: "CUDA-awareness "
              "unknown"}[launch.cuda_aware()] if gpus else ""
     say(f"galaxyview: {k} processes{f' (MPI {aware})' if aware else ''}: {' '.join(cmd)}")
-    # mpirun in a session of its own: Ctrl-C reaches only this process, which passes it on as
-    # SIGUSR1 (mpirun forwards that to every rank; rank 0 takes it for Ctrl-C, stops the run
-    # after the step and keeps its state; mpirun itself would kill the job on SIGINT)
-    process = subprocess.Popen(cmd, env=env, start_new_session=True)
-    while True:
-        try:
-            code = process.wait()
-            break
-        except KeyboardInterrupt:
-            process.send_signal(signal.SIGUSR1)
+    grace = launch.env_count(GRACE_ENV, GRACE_S)
+    fd, note = tempfile.mkstemp(prefix="galaxyview-stop-", suffix=".txt")
+    os.close(fd)
+    env[interrupt.NOTE_ENV] = note
+    try:
+        # mpirun in a session of its own: a stop reaches only this process, which passes it
+        # on (see _supervise); mpirun itself would kill the job on SIGINT or SIGTERM
+        process = subprocess.Popen(cmd, env=env, start_new_session=True)
+        code, stop = _supervise(process, note, grace)
+    finally:
+        os.unlink(note)
+    if stop and code not in REPORTED:  # killed, or stopped before rank 0 took signals
+        how = (f"it had not stopped {grace} s after it, so it was killed" if code == KILLED
+               else f"its processes were still starting (exit code {code})")
+        say(f"galaxyview: stopped by {stop}: {how}; the job kept nothing but what it had "
+            f"written before (an --archive's snapshots)")
+        return 130
     if code not in REPORTED:
         signal_name = f", {signal.Signals(code - 128).name}" if 128 < code < 160 else ""
         say(f"galaxyview: error: a process of the {k}-process job ended abnormally (exit code "
@@ -104,17 +119,71 @@ def spawn(argv: list[str], k: int, gpus: bool, n: int | None = None,
     return code
 
 
-def as_rank(command) -> int:
-    """Under mpirun: rank 0 runs command() and then lets the others go; they serve it."""
-    from galaxyview.engines.parallel.engine import serve, stop_serving
-    from galaxyview.engines.parallel.mpi import Comm
+def _supervise(process, note: str, grace: int) -> tuple[int, str | None]:
+    """Wait for mpirun; a stop (Ctrl-C, SIGTERM, SIGHUP: KeyboardInterrupt here) is written
+    to `note` and passed on as SIGUSR1 (mpirun forwards it to every rank; rank 0 stops at the
+    end of its command or step, keeps its state and lets the others go). A job still running
+    `grace` s after the first stop is killed (SIGKILL to every process of mpirun's session:
+    the ranks are in process groups of their own). (exit code or KILLED, the stop's name)."""
+    deadline, stop, passing = None, None, False
+    while True:
+        try:
+            if passing:  # (here, so that another stop meanwhile only comes round again)
+                stop = interrupt.what_stopped()
+                with open(note, "w") as out:
+                    out.write(signal.Signals(interrupt.stopped_by() or signal.SIGINT).name)
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGUSR1)
+                passing = False
+                deadline = deadline or time.monotonic() + grace
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            return process.wait(left), stop
+        except KeyboardInterrupt:
+            passing = True
+        except subprocess.TimeoutExpired:
+            for sig in interrupt.STOP_SIGNALS:  # nothing more to pass on
+                signal.signal(sig, signal.SIG_IGN)
+            kill_session(process.pid)
+            process.wait()
+            return KILLED, stop
 
-    comm = Comm()
+
+def kill_session(sid: int) -> None:
+    """SIGKILL to every process of session `sid` (mpirun, its ranks and their workers)."""
+    pids = {sid}
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.getsid(int(entry)) == sid:
+                        pids.add(int(entry))
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def as_rank(command, gpu: bool = False) -> int:
+    """Under mpirun: rank 0 runs command() and then lets the others go; they serve it. First
+    every process's settings are agreed on (a bad one on any process ends the job at once,
+    with its message); stops are held on rank 0 (interrupt.py), ignored on the others (the
+    launcher's SIGUSR1, a terminal's Ctrl-C), which end when rank 0 lets them go."""
+    from galaxyview.engines.parallel.engine import agree_set_up, serve, stop_serving
+    from galaxyview.engines.parallel.mpi import TIMEOUT_S, Comm, rank_from_env
+
+    if rank_from_env() != 0:  # (mpirun's SIGTERM ends them)
+        for sig, how in ((signal.SIGINT, signal.SIG_IGN), (signal.SIGUSR1, signal.SIG_IGN),
+                         (signal.SIGTERM, signal.SIG_DFL), (signal.SIGHUP, signal.SIG_DFL)):
+            signal.signal(sig, how)
+    else:  # (main() holds already where the launcher started the job)
+        interrupt.hold(signal.SIGUSR1)
+    comm = Comm(TIMEOUT_S)  # (GALAXYVIEW_MPI_TIMEOUT once agreed on)
+    bad = agree_set_up(comm, gpu)
+    if bad:
+        if comm.rank == 0:
+            raise GalaxyviewError(bad)
+        return 2
     if comm.rank != 0:  # rank 0 stops the run, then the ranks
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         return serve(comm)
-    signal.signal(signal.SIGUSR1, lambda *_: os.kill(os.getpid(), signal.SIGINT))  # see spawn
     try:
         return command()
     finally:

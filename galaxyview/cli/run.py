@@ -15,6 +15,7 @@ from galaxyview.cli import common
 from galaxyview.cli.output import making_bar, print_json, progress_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path, safe_name
+from galaxyview.interrupt import shielded, what_stopped
 
 ENERGY_WARN = 0.01  # a relative energy error above this gets a note
 RESCUE_AFTER_S = 60.0  # a run without --archive or --out keeps its state when it ran this long
@@ -109,10 +110,14 @@ def cmd_run(args) -> int:
         _check_writable("--archive", args.archive, archive_overwrite)
     elif any(v is not None for v in (args.every, args.every_time, args.every_wall)):
         raise GalaxyviewError("--every, --every-time and --every-wall need --archive FILE.h5")
-    with making_bar() as made:
-        sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt,
-                              args.eps, index=args.index, playback=False, progress=made,
-                              **common.engine_options(args))
+    try:
+        with making_bar() as made:
+            sim = open_simulation(args.source, args.backend, args.n, args.theta, args.dt,
+                                  args.eps, index=args.index, playback=False, progress=made,
+                                  **common.engine_options(args))
+    except KeyboardInterrupt:
+        say(f"galaxyview run: interrupted ({what_stopped()}) while loading; nothing to save")
+        raise
     if args.format == "gadget4" and sim.units is None:  # before the run, not after it
         sim.close()
         raise GalaxyviewError(f"--format gadget4: {sim.name} has no physical unit system "
@@ -135,7 +140,8 @@ def cmd_run(args) -> int:
             result = run(sim.engine, sim.name, args.steps, update,
                          sim.units.time_myr if sim.units else None, checkpoints)
         if result.stopped:
-            result.saved = _keep_last_state(sim, args, checkpoints, overwrite, result)
+            with shielded():  # (a further stop: after the state is kept)
+                result.saved = _keep_last_state(sim, args, checkpoints, overwrite, result)
         else:
             if checkpoints is not None:
                 checkpoints.finish(sim.engine)
@@ -148,6 +154,14 @@ def cmd_run(args) -> int:
                     result.saved = _rescue(sim)
         if checkpoints is not None:
             result.archive, result.snapshots = str(checkpoints.path), checkpoints.count
+    except KeyboardInterrupt:  # a stop outside the run's steps, or a second one
+        if checkpoints is not None and checkpoints.count:
+            say(f"galaxyview run: interrupted ({what_stopped()}); {checkpoints.path} keeps its "
+                f"{checkpoints.count} snapshots (to t = {checkpoints.last_time:g})")
+        else:
+            say(f"galaxyview run: interrupted ({what_stopped()}) before the first step; "
+                "nothing was saved")
+        raise
     finally:
         if checkpoints is not None:
             checkpoints.close()

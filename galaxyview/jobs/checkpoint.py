@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from galaxyview.errors import GalaxyviewError, ParameterError
 from galaxyview.files import check_free_space
+from galaxyview.interrupt import shielded
 from galaxyview.snapshots import archive
 
 
@@ -54,7 +55,8 @@ class Checkpoints:
         return self.writer.count
 
     def save(self, engine) -> None:
-        self.writer.append(engine.exact_state())
+        with shielded():  # (a stop comes after the snapshot, not in the middle of it)
+            self.writer.append(engine.exact_state())
         self.last_time, self.last_step = engine.time, engine.steps_done
         self._wall = time.monotonic()
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from galaxyview import interrupt
 from galaxyview.engines.base import PHASES as BASE_PHASES, Energies, Engine, StepStats
 from galaxyview.engines.cpu import threads
 from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.engines.parallel.launch import too_few
 from galaxyview.engines.parallel.mpi import Comm, local_rank_from_env
+from galaxyview.engines.parallel.mpi import default_timeout as mpi_default_timeout
 from galaxyview.engines.parallel.rank import AFTER_ANOTHER, PHASES, CPURank
 from galaxyview.errors import EngineError
 from galaxyview.model.exact import ExactState
@@ -72,7 +74,12 @@ def _load_made(key, comm, data, maker):
     """This rank's share of maker's particles, made here, centred by the sums of all."""
     cuts = np.linspace(0, maker.n, comm.size + 1).astype(np.int64)
     a, b = int(cuts[comm.rank]), int(cuts[comm.rank + 1])
-    part = maker.part(a, b - a, threads.count())  # (the CLI gives a rank its share of CPUs)
+    part, error = None, None
+    try:  # (the CLI gives a rank its share of CPUs)
+        part = maker.part(a, b - a, threads.count())
+    except (EngineError, MemoryError) as exc:  # every rank stops, with this one's message
+        error = exc
+    _engines[key].agree(error, "making the particles")
     total = comm.allreduce(moments(part), "sum", "the centre of mass")
     _engines[key].load_part(maker.finish(part, total), np.arange(a, b, dtype=np.int64))
     return _costs(_engines[key])
@@ -149,15 +156,53 @@ def _run(comm, key, name, data, args):
         return False, f"process {comm.rank}: {name} failed: {type(exc).__name__}: {exc}"
 
 
+def settings_error(gpu: bool) -> str | None:
+    """What is wrong with this process's GALAXYVIEW_* settings (read again later, inside
+    commands, where a failure on one process alone would leave the others in a collective),
+    or None."""
+    from galaxyview.engines.parallel import launch, mpi
+
+    checks = [threads.count, mpi.default_timeout, launch.ranks_per_gpu]
+    if gpu:
+        from galaxyview.engines.gpu.engine import group_split, refit_fraction
+        from galaxyview.engines.parallel import gpu_boxes, gpu_forces, gpu_let_walk, peers
+        from galaxyview.engines.parallel.gpu_rank import rebalance_every
+
+        checks += [peers.wanted, gpu_let_walk.let_walk, gpu_forces.let_export,
+                   gpu_boxes.let_boxes, rebalance_every, refit_fraction, lambda: group_split(1)]
+    try:
+        for check in checks:
+            check()
+    except EngineError as exc:
+        return str(exc)
+    return None
+
+
+def agree_set_up(comm: Comm, gpu: bool) -> str | None:
+    """Collective, the job's first: None when every process's settings are good, else the
+    first bad one's message (on every rank); comm's time-out from GALAXYVIEW_MPI_TIMEOUT."""
+    mine = settings_error(gpu)
+    if mine is None:
+        comm.timeout = mpi_default_timeout()
+    errors = comm.gather(mine and f"process {comm.rank}: {mine}", what="the processes' set-up")
+    first = next((e for e in errors if e), None) if comm.rank == 0 else None
+    return comm.bcast(first, what="the processes' set-up")
+
+
 def serve(comm: Comm | None = None) -> int:
-    """The loop of ranks 1..K-1: run rank 0's commands until it says stop."""
+    """The loop of ranks 1..K-1: run rank 0's commands until it says stop. A fault outside a
+    command (which answers its own) aborts the job with its message: the others never wait."""
     comm = comm or Comm()
-    while True:
-        msg = comm.bcast(None, what="the next command", timeout=float("inf"))
-        if msg is None:
-            return 0
-        key, name, args = msg
-        comm.gather(_run(comm, key, name, None, args), what=f"the answers to {name}")
+    try:
+        while True:
+            msg = comm.bcast(None, what="the next command", timeout=float("inf"))
+            if msg is None:
+                return 0
+            key, name, args = msg
+            comm.gather(_run(comm, key, name, None, args), what=f"the answers to {name}")
+    except Exception as exc:
+        comm.abort(f"process {comm.rank}: {type(exc).__name__}: {exc}")
+        raise
 
 
 def stop_serving(comm: Comm) -> None:
@@ -193,7 +238,9 @@ class ParallelEngine(Engine):
         self._device = self._call("create", None, backend, self.params, gravity)[0]
 
     def _call(self, name, data, *args) -> list:
-        """Broadcast a command, run rank 0's part, gather every rank's answer."""
+        """Broadcast a command, run rank 0's part, gather every rank's answer. A stop (held
+        on rank 0: interrupt.py) is raised before or after a command, never inside one."""
+        interrupt.check()
         self.comm.bcast((self._key, name, args), what=name)
         mine = _run(self.comm, self._key, name, data, args)
         answers = self.comm.gather(mine, what=f"the answers to {name}")
@@ -202,6 +249,7 @@ class ParallelEngine(Engine):
             rank, value = min(failed, key=lambda f: f[1].startswith(AFTER_ANOTHER))
             raise EngineError(value if value.startswith("process") or self.comm.size == 1
                               else f"{value} (process {rank})")
+        interrupt.check()
         return [value for _, value in answers]
 
     @property

@@ -47,6 +47,14 @@ def world_size_from_env() -> int:
     return 1
 
 
+def rank_from_env() -> int:
+    """This process's rank in its MPI job (0: not under mpirun), without starting MPI."""
+    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
 def local_rank_from_env() -> int:
     """This process's rank among those on its host (picks its GPU)."""
     for var in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"):
