@@ -138,16 +138,6 @@ def degrees_type(text: str) -> float:
     return value
 
 
-def separation_type(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
 def add_projection(p, movies: bool = False) -> None:
     """--projection, --fov, --tilt, --eye-sep (render/projections): record, the viewer, show."""
     from galaxyview.render.projections import FOV_RANGE, PROJECTIONS
@@ -164,7 +154,7 @@ def add_projection(p, movies: bool = False) -> None:
     p.add_argument("--tilt", type=degrees_type, default=0.0, metavar="DEG",
                    help="fisheye: the dome's tilt, degrees; the zenith turns from the camera's "
                         "up towards its target (90 puts the target at the centre) (0)")
-    p.add_argument("--eye-sep", type=separation_type, metavar="D",
+    p.add_argument("--eye-sep", type=positive_number, metavar="D",
                    help="stereo and ods: the distance between the eyes in scene units (default: "
                         "a thirtieth of the camera's distance to its target)")
 

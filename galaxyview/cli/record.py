@@ -48,16 +48,6 @@ def seconds_type(text: str) -> float:
     return value
 
 
-def positive_type(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
 def crf_type(text: str) -> int:
     value = common.whole_number(text)
     if not 0 <= value <= 51:
@@ -98,7 +88,7 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     pace.add_argument("--steps-per-frame", type=common.count_type, metavar="M",
                       help="simulation steps between frames (default: paced to the story, "
                            "--story or the scene's story_time; else 1)")
-    pace.add_argument("--story", type=positive_type, metavar="T",
+    pace.add_argument("--story", type=common.positive_number, metavar="T",
                       help="the simulation time the movie shows, N-body units (seconds for a "
                            "scene in SI units): the steps per frame are chosen so that the last "
                            "frame reaches it (default: the scene's story_time, where it has one)")
@@ -122,9 +112,9 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
                            "energy, local density or mass (a star cluster's IMF) (component)")
     look.add_argument("--colour-map", choices=COLOUR_MAPS,
                       help="the colour map of the colourings by value (viridis)")
-    look.add_argument("--exposure", type=positive_type, metavar="X",
+    look.add_argument("--exposure", type=common.positive_number, metavar="X",
                       help="light multiplier before tone mapping (1)")
-    look.add_argument("--point-size", type=positive_type, metavar="PX",
+    look.add_argument("--point-size", type=common.positive_number, metavar="PX",
                       help="sprite diameter in pixels, 0.5..64 (3)")
     look.add_argument("--tone-map", choices=TONE_MAPS,
                       help="exp, reinhard (both keep dense cores from burning out) or linear "

@@ -105,6 +105,33 @@ def _widen_pipe(pipe) -> None:
         pass  # other systems, or a lower limit: only slower
 
 
+def rgb_frame(rgb, size, copy: bool = True) -> np.ndarray:
+    """An (H, W, 3) uint8 frame of `size` (W, H) from an RGB or RGBA image; MovieError for
+    another shape or type. A copy unless `copy` is False (the caller will not change it)."""
+    rgb = np.asarray(rgb)
+    width, height = size
+    if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] not in (3, 4):
+        raise MovieError(f"a movie frame must be an (H, W, 3) uint8 RGB image, got shape "
+                         f"{rgb.shape} {rgb.dtype}")
+    if rgb.shape[:2] != (height, width):
+        raise MovieError(f"frame of {rgb.shape[1]}x{rgb.shape[0]} pixels does not match the "
+                         f"movie size {width}x{height}")
+    if rgb.shape[2] == 4:
+        return np.ascontiguousarray(rgb[:, :, :3])
+    return rgb.copy() if copy else np.ascontiguousarray(rgb)
+
+
+def put_frame(frames: queue.Queue, frame, raise_if_failed) -> None:
+    """Queue `frame` for a writer thread, raising its failure (raise_if_failed) meanwhile."""
+    while True:
+        raise_if_failed()
+        try:
+            frames.put(frame, timeout=0.2)
+            return
+        except queue.Full:
+            continue
+
+
 class MovieWriter:
     """Write RGB frames into an H.264 mp4 movie at `path`.
 
@@ -164,25 +191,7 @@ class MovieWriter:
         """
         if self._closed:
             raise MovieError(f"{self.path}: the movie is already closed")
-        rgb = np.asarray(rgb)
-        width, height = self.size
-        if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] not in (3, 4):
-            raise MovieError(f"a movie frame must be an (H, W, 3) uint8 RGB image, got shape "
-                             f"{rgb.shape} {rgb.dtype}")
-        if rgb.shape[:2] != (height, width):
-            raise MovieError(f"frame of {rgb.shape[1]}x{rgb.shape[0]} pixels does not match the "
-                             f"movie size {width}x{height}")
-        if rgb.shape[2] == 4:
-            frame = np.ascontiguousarray(rgb[:, :, :3])
-        else:
-            frame = rgb.copy() if copy else np.ascontiguousarray(rgb)
-        while True:
-            self._raise_if_failed()
-            try:
-                self._queue.put(frame, timeout=0.2)
-                break
-            except queue.Full:
-                continue
+        put_frame(self._queue, rgb_frame(rgb, self.size, copy), self._raise_if_failed)
 
     def close(self) -> Path:
         """Encode the queued frames, finish the file and rename it to `path`; return `path`.

@@ -12,10 +12,9 @@ import queue
 import threading
 from pathlib import Path
 
-import numpy as np
 
 from galaxyview.files import check_output_path, open_temp, remove_quietly, remove_stale_temps
-from galaxyview.movie.encoder import MovieError, check_fps, check_size
+from galaxyview.movie.encoder import MovieError, check_fps, check_size, put_frame, rgb_frame
 
 _STOP = object()
 
@@ -74,23 +73,7 @@ class FrameWriter:
         """Queue one frame: (H, W, 3) or (H, W, 4) uint8, top row first."""
         if self._closed:
             raise MovieError(f"{self.pattern}: the frames are already closed")
-        rgb = np.asarray(rgb)
-        width, height = self.size
-        if (rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[:2] != (height, width)
-                or rgb.shape[2] not in (3, 4)):
-            raise MovieError(f"a frame must be an ({height}, {width}, 3) uint8 RGB image, got "
-                             f"{rgb.shape} {rgb.dtype}")
-        if rgb.shape[2] == 4:
-            frame = np.ascontiguousarray(rgb[:, :, :3])
-        else:
-            frame = rgb.copy() if copy else np.ascontiguousarray(rgb)
-        while True:
-            self._raise_if_failed()
-            try:
-                self._queue.put(frame, timeout=0.2)
-                return
-            except queue.Full:
-                continue
+        put_frame(self._queue, rgb_frame(rgb, self.size, copy), self._raise_if_failed)
 
     def close(self) -> Path:
         """Write the queued frames; return the folder. MovieError if none was written."""
