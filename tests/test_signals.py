@@ -259,3 +259,63 @@ def test_a_background_viewer_closes_on_a_stop(tmp_path, record_property, how):
                             record_property)
     assert code == CODES[how], err[-2000:]
     assert SAYS[how] in err and "Traceback" not in err, err[-2000:]
+
+
+def _session(sid: int) -> list[int]:
+    """The live (not zombie) processes of session `sid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) != sid:
+                    continue
+                with open(f"/proc/{entry}/stat") as stat:
+                    if not stat.read().split(") ")[1].startswith("Z"):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi4py")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_launcher_takes_its_job_with_it(tmp_path):
+    """SIGKILL to the --procs launcher (nothing it can catch): mpirun gets SIGTERM from the
+    kernel and ends its ranks; none runs on without anyone to stop it."""
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun (Open MPI) is not installed")
+    proc = subprocess.Popen([sys.executable, "-m", "galaxyview", "run", "plummer", *REF,
+                             "--n", "4000", "--procs", "2", "--steps", "1000000"],
+                            cwd=tmp_path, env=mpirun.env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline, sid, job = time.monotonic() + BOUND_S, None, []
+    while time.monotonic() < deadline and len(job) < 3:  # mpirun and its two ranks
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and
+                    _parent(int(p)) == proc.pid]
+        sid = children[0] if children else None  # mpirun: a session of its own
+        job = _session(sid) if sid else []
+        time.sleep(0.2)
+    try:
+        assert len(job) >= 3, "the job did not start"
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + BOUND_S
+        while _session(sid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _session(sid), f"processes of the job outlived its launcher: {_session(sid)}"
+    finally:  # (a failure leaves no job behind)
+        from galaxyview.cli.processes import kill_session
+
+        proc.kill()
+        if sid:
+            kill_session(sid)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().split(") ")[1].split()[1])
+    except OSError:
+        return None
+

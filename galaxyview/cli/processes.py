@@ -4,6 +4,7 @@ serve its engine (engines/parallel)."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -102,7 +103,8 @@ def spawn(argv: list[str], k: int, gpus: bool, n: int | None = None,
     try:
         # mpirun in a session of its own: a stop reaches only this process, which passes it
         # on (see _supervise); mpirun itself would kill the job on SIGINT or SIGTERM
-        process = subprocess.Popen(cmd, env=env, start_new_session=True)
+        process = subprocess.Popen(cmd, env=env, start_new_session=True,
+                                   preexec_fn=_end_with_the_launcher)
         code, stop = _supervise(process, note, grace)
     finally:
         os.unlink(note)
@@ -117,6 +119,16 @@ def spawn(argv: list[str], k: int, gpus: bool, n: int | None = None,
         say(f"galaxyview: error: a process of the {k}-process job ended abnormally (exit code "
             f"{code}{signal_name}); mpirun stopped the others")
     return code
+
+
+def _end_with_the_launcher() -> None:
+    """In mpirun's process before it starts (Linux): SIGTERM to it when this launcher dies,
+    however it dies (SIGKILL, the OOM killer), so that mpirun ends its ranks rather than
+    running on without anyone to stop it (PR_SET_PDEATHSIG; elsewhere nothing)."""
+    try:
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _supervise(process, note: str, grace: int) -> tuple[int, str | None]:
