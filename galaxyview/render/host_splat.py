@@ -13,7 +13,7 @@ from vispy import gloo
 from galaxyview.light import LightView, splat
 from galaxyview.model.state import Component
 from galaxyview.render.look import COMPONENT_COLOURS, GALAXY_COLOURS
-from galaxyview.render.particles import light_gain
+from galaxyview.render.particles import eye_gain
 
 _COMPONENTS = np.array([COMPONENT_COLOURS.get(c, COMPONENT_COLOURS[Component.STAR])
                         for c in range(8)], np.float32)
@@ -26,9 +26,8 @@ def light_view(camera, look, size, colouring, n: int) -> LightView:
     w, h = int(size[0]), int(size[1])
     mode, code, (lo, hi), lut = colouring
     projection, eyes = camera.eyes((w, h))
-    eye = (int(eyes[0, 18]), int(eyes[0, 19]))  # light per particle: an eye's pixels
     return LightView(w, h, eyes[0, :16].reshape(4, 4), float(look.point_size),
-                     light_gain(n, eye, look.point_size), mode, int(code), float(lo), float(hi),
+                     eye_gain(n, eyes, look.point_size), mode, int(code), float(lo), float(hi),
                      np.asarray(lut, np.float32), _COMPONENTS, _GALAXIES, projection, eyes)
 
 

@@ -60,6 +60,11 @@ def light_gain(n: int, size=REFERENCE_SIZE, point_size: float = 3.0) -> float:
     return gain * (pixels / (REFERENCE_SIZE[0] * REFERENCE_SIZE[1])) ** (overlap / (1 + overlap))
 
 
+def eye_gain(n: int, eyes: np.ndarray, point_size: float) -> float:
+    """light_gain for one eye of a projection (Camera.eyes rows: width and height at 18, 19)."""
+    return light_gain(n, (int(eyes[0, 18]), int(eyes[0, 19])), point_size)
+
+
 def box_edges(boxes: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """(M*24, 4) line vertices (x, y, z, level) for cubes given as (M, 4) centre xyz and size."""
     corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
@@ -217,8 +222,7 @@ class ParticleRenderer:
         projection, eyes = camera.eyes(size)
         gloo.set_state(blend=True, depth_test=False, blend_func=("one", "one"))
         p["u_point_size"] = float(look.point_size)
-        eye = (int(eyes[0, 18]), int(eyes[0, 19]))
-        p["u_gain"] = light_gain(self.count, eye, look.point_size)
+        p["u_gain"] = eye_gain(self.count, eyes, look.point_size)
         _, code, (lo, hi), lut = self.colouring()
         p["u_colour_mode"] = code
         p["u_range"] = (lo, hi)
