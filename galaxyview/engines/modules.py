@@ -126,6 +126,10 @@ class Registry:
     def remove(self, name: str) -> None:
         self._entries.pop(name, None)
 
+    def entry(self, name: str) -> dict:
+        """{engine kind: class or "module:Class"} of `name`, nothing imported (docs)."""
+        return dict(self._entries[name])
+
     def names(self, kind: str | None = None) -> list[str]:
         """Module names, all or those available on engine `kind`."""
         return [n for n, e in self._entries.items() if kind is None or kind in e]
