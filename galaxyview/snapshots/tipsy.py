@@ -33,7 +33,7 @@ from galaxyview.files import open_temp, remove_quietly
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.params import Params, check_eps
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.tipsy_aux import (AUX_ARRAYS, PRECISIONS, aux_path, aux_text,
+from galaxyview.snapshots.tipsy_aux import (AUX_ARRAYS, PRECISIONS, aux_path, aux_text,
                                         param_path, param_text, read_aux, read_param)
 from galaxyview.model.units import G_KPC_KMS2_PER_MSUN, UnitSystem
 
