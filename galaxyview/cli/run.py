@@ -233,9 +233,10 @@ def _rescue(sim, exact=None) -> str:
 
 def _check_archive(path: str, out: str | None) -> None:
     """--archive is an HDF5 archive, another file than --out."""
-    if Path(path).suffix.lower() not in (".h5", ".hdf5"):
+    suffixes = registry.FORMATS.get("galaxyview").suffixes  # the archive's own format
+    if Path(path).suffix.lower() not in suffixes:
         raise GalaxyviewError(f"--archive {path}: an archive is an HDF5 file; give a name "
-                              "ending in .h5")
+                              f"ending in {', '.join(suffixes)}")
     if out is not None and Path(out).resolve() == Path(path).resolve():
         raise GalaxyviewError(f"--out and --archive are the same file ({path}); the archive "
                               "keeps the last state too, so leave out --out, or name another")

@@ -46,6 +46,13 @@ class Registry:
     def names(self) -> list[str]:
         return [f.name for f in self.all()]
 
+    def get(self, name: str) -> Format:
+        found = next((f for f in self.all() if f.name == name), None)
+        if found is None:
+            raise SnapshotError(f"unknown snapshot format {name!r}; known: "
+                                f"{', '.join(self.names())}")
+        return found
+
 
 FORMATS = Registry()
 FORMATS.add("galaxyview.snapshots.formats.galaxyview:Galaxyview")
