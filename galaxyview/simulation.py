@@ -30,7 +30,8 @@ from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.state import ParticleState
 from galaxyview.model.units import UnitSystem
-from galaxyview.snapshots import Snapshot, archive, export, open_source, params_of
+from galaxyview.snapshots import Snapshot, archive, open_source, params_of, registry
+from galaxyview.snapshots.format import Contents, Format
 
 INITIAL_SAMPLE = 1 << 18  # particles of an initial state made in parts kept on this host
 PROGRESS_FROM = 1 << 20  # scenes of this many particles or more show their making (CLI, window)
@@ -62,28 +63,12 @@ def api_errors():
         raise
 
 
-SAVE_FORMATS = ("galaxyview", "tipsy", "gadget4")
-
-
-def save_kind(path, format: str | None = None) -> str:
-    """"archive" (.h5, .hdf5: a galaxyview snapshot), "tipsy" (.tipsy, .std, .bin) or, with
-    format="gadget4", "gadget4" (.hdf5: snapshots/export.py) for `Simulation.save`;
-    SnapshotError for a name that does not fit (checked before a run, not after)."""
-    from galaxyview.model.tipsy import SUFFIXES
-
-    suffix = Path(path).suffix.lower()
-    if format not in (None, *SAVE_FORMATS):
-        raise ParameterError(f"format must be one of {', '.join(SAVE_FORMATS)} (or None: by "
-                             f"the file's name), got {format!r}")
-    if format == "gadget4":
-        if suffix not in export.SUFFIXES:
-            raise SnapshotError(f"{path}: a Gadget-4 snapshot is an HDF5 file; give a name "
-                                f"ending in .hdf5")
-        return "gadget4"
-    kind = "archive" if suffix in archive.SUFFIXES else "tipsy" if suffix in SUFFIXES else None
-    if kind is None or (format is not None and (format == "tipsy") != (kind == "tipsy")):
-        raise SnapshotError(f"{path}: give a name ending in {_save_suffixes()}")
-    return kind
+def save_kind(path, format: str | None = None) -> Format:
+    """The snapshot format `Simulation.save` writes `path` in: `format` (a writable format's
+    name: galaxyview, tipsy, gadget4, ...) or, with None, the one its name gives
+    (snapshots/registry.py); SnapshotError for a name that does not fit (checked before a
+    run, not after)."""
+    return registry.save_format(path, format)
 
 
 @dataclass(repr=False)
@@ -412,8 +397,9 @@ class Simulation:
 
     # -- files ---------------------------------------------------------------------------------
     def save(self, path, overwrite: bool = False, format: str | None = None) -> Path:
-        """The current state: a galaxyview snapshot (.h5, .hdf5: exact, restartable bit for
-        bit) or Tipsy (.tipsy, .std, .bin, with its companion files); format="gadget4": a
+        """The current state in the format its name gives (snapshots/registry.py): a galaxyview
+        snapshot (.h5, .hdf5: exact, restartable bit for bit) or Tipsy (.tipsy, .std, .bin,
+        with its companion files); or in the writable format named: format="gadget4" a
         Gadget-4 HDF5 snapshot (.hdf5) that pynbody and yt open. An existing file is replaced
         only with overwrite=True."""
         if not isinstance(path, (str, os.PathLike)):
@@ -422,19 +408,18 @@ class Simulation:
         overwrite = flag(overwrite, "overwrite")
         engine = self._live()
         path = Path(path).expanduser()
-        kind = save_kind(path, format)
-        if kind == "archive":
-            return archive.save_exact(path, engine.exact_state(), self.run_info(), overwrite)
-        if kind == "gadget4":
-            state = engine.state()
-            if self.initial_sample is not None and "galaxies" not in state.meta:
-                state.meta["galaxies"] = self.initial_sample.meta.get("galaxies")
-            return export.write_gadget4(path, state, self.units, overwrite)
-        from galaxyview.model.tipsy import save_state
+        state = engine.state
 
-        _, pot = engine.accelerations()
-        return save_state(path, engine.state(), engine.params, pot, units=self.units,
-                          overwrite=overwrite)
+        def named_state():  # the galaxies' names, where a writer keeps them
+            got = state()
+            if self.initial_sample is not None and "galaxies" not in got.meta:
+                got.meta["galaxies"] = self.initial_sample.meta.get("galaxies")
+            return got
+
+        contents = Contents(named_state, engine.exact_state,
+                            lambda: engine.accelerations()[1], self.run_info, engine.params,
+                            self.units)
+        return save_kind(path, format).write(path, contents, overwrite)
 
     def run_info(self) -> archive.RunInfo:
         toml = None
@@ -507,9 +492,7 @@ def flag(value, name: str, allowed: str = "True or False") -> bool:
 
 
 def _save_suffixes() -> str:
-    from galaxyview.model.tipsy import SUFFIXES
-
-    return f"{', '.join(archive.SUFFIXES)} (a galaxyview snapshot) or {', '.join(SUFFIXES)} (Tipsy)"
+    return registry.save_suffixes()
 
 
 def _quantity(value, unit: str, library: str):

@@ -176,7 +176,7 @@ def test_a_full_disk_gives_a_clear_message_and_no_partial_file(capsys, tiny_disk
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # nothing leaks to the terminal
 def test_json_has_no_nan_for_massless_particles(capsys, tmp_path):
     from galaxyview.model.state import ParticleState
-    from galaxyview.model.tipsy import save_state
+    from galaxyview.snapshots.tipsy import save_state
 
     rng = np.random.default_rng(0)
     path = save_state(tmp_path / "massless.tipsy",

@@ -274,7 +274,7 @@ def test_gadget_hdf5_non_finite_time_is_refused(tmp_path):
 def test_tipsy_param_units_must_be_finite_and_positive(tmp_path, value):
     from galaxyview.model.params import Params
     from galaxyview.model.state import ParticleState
-    from galaxyview.model.tipsy import save_state
+    from galaxyview.snapshots.tipsy import save_state
     from galaxyview.model.units import UnitSystem
 
     state = ParticleState(np.eye(3), np.zeros((3, 3)), np.ones(3))
@@ -322,7 +322,7 @@ def test_a_value_below_float32_is_refused_alike_everywhere(tmp_path, name):
 def test_a_snapshot_value_below_float32_is_refused_alike(tmp_path):
     from galaxyview.model.params import Params
     from galaxyview.model.state import ParticleState
-    from galaxyview.model.tipsy import save_state
+    from galaxyview.snapshots.tipsy import save_state
 
     state = ParticleState(np.eye(3), np.zeros((3, 3)), np.ones(3))
     path = save_state(tmp_path / "s.tipsy", state, Params())

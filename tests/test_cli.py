@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from galaxyview.cli.main import main
-from galaxyview.model.tipsy import load_snapshot
+from galaxyview.snapshots.tipsy import load_snapshot
 
 
 def run_cli(capsys, *argv):

@@ -278,7 +278,7 @@ def galaxy_file(tmp_path, clump=False):
     origin and moving; with `clump`, a light far clump that pulls the centre of mass away."""
     from galaxyview.model.ics.galaxy import build, parse_galaxy
     from galaxyview.model.state import ParticleState
-    from galaxyview.model.tipsy import save_state
+    from galaxyview.snapshots.tipsy import save_state
 
     config = parse_galaxy(Table(dict(SMALL_DISK), "g.toml", "model"), UnitSystem())
     s = build(config, 1500, np.random.default_rng(3))

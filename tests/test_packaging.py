@@ -17,7 +17,7 @@ import pytest
 import galaxyview
 from galaxyview.cli.main import main
 from galaxyview.model.ics.plummer import plummer_sphere
-from galaxyview.model.tipsy import save_state
+from galaxyview.snapshots.tipsy import save_state
 from galaxyview.snapshots import read
 
 PACKAGE = Path(galaxyview.__file__).parent

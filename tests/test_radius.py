@@ -8,7 +8,7 @@ from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.params import Params
 from galaxyview.snapshots import load_source
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.tipsy import (TipsySnapshot, load_snapshot, radius_path, read_radius,
+from galaxyview.snapshots.tipsy import (TipsySnapshot, load_snapshot, radius_path, read_radius,
                                     read_tipsy, save_state, snapshot_order, tipsy_to_state,
                                     write_tipsy)
 

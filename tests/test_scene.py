@@ -11,7 +11,7 @@ from galaxyview.model.params import Params
 from galaxyview.model.scene import load_scene, shipped_scenes
 from galaxyview.snapshots import load_source
 from galaxyview.model.state import Component
-from galaxyview.model.tipsy import save_state
+from galaxyview.snapshots.tipsy import save_state
 from galaxyview.resources import scenes_dir
 
 GOOD = """\

@@ -10,7 +10,7 @@ from galaxyview.errors import SnapshotError
 from galaxyview.model.exact import ExactState
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.tipsy import save_state
+from galaxyview.snapshots.tipsy import save_state
 from galaxyview.model.units import UnitSystem
 from galaxyview.snapshots import archive, foreign, read
 from galaxyview.snapshots.gadget import KPC_CM, MSUN_G

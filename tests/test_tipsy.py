@@ -9,7 +9,7 @@ from galaxyview.errors import GalaxyviewError, SnapshotError
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import G_SI
-from galaxyview.model.tipsy import (TipsySnapshot, block_dtype, damage, header_dtype, is_tipsy,
+from galaxyview.snapshots.tipsy import (TipsySnapshot, block_dtype, damage, header_dtype, is_tipsy,
                                     load_snapshot, param_path, read_snapshot, read_tipsy,
                                     save_state, state_to_tipsy, tipsy_to_state, write_tipsy)
 from galaxyview.snapshots import read

@@ -145,7 +145,7 @@ def _gadget_hdf5(path: Path, swift: bool) -> None:
 
 def _tipsy(path: Path) -> None:
     from galaxyview.model.params import Params
-    from galaxyview.model.tipsy import save_state
+    from galaxyview.snapshots.tipsy import save_state
     from galaxyview.model.units import UnitSystem
 
     save_state(path, _state(), Params(dt=0.02, eps=0.05), units=UnitSystem(2.0, 5e9))

@@ -28,7 +28,7 @@ def default_source() -> str:
             return name
     if not names:
         raise GalaxyviewError("no scene given and no shipped scenes found; give a .toml scene "
-                              "file or a Tipsy snapshot")
+                              "file or a snapshot file")
     return names[0]
 
 

@@ -13,9 +13,8 @@ from galaxyview.app.hud import modules_line
 from galaxyview.app.session import Session
 from galaxyview.errors import GalaxyviewError
 from galaxyview.model.scene import Scene
+from galaxyview.snapshots.registry import open_filter
 
-OPEN_FILTER = ("Scenes, snapshots and archives (*.toml *.h5 *.hdf5 *.tipsy *.std *.bin *.dat);;"
-               "All files (*)")
 PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε", "eta": "η"}
 
 
@@ -151,7 +150,8 @@ class SceneActions:
             self.load(self.source_name, self.panel.n.value())
 
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a scene or snapshot", "", OPEN_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a scene or snapshot", "",
+                                              open_filter())
         if path:
             self.load(path)
 

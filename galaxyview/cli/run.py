@@ -16,6 +16,8 @@ from galaxyview.cli.output import making_bar, print_json, progress_bar, say
 from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path, safe_name
 from galaxyview.interrupt import shielded, what_stopped
+from galaxyview.snapshots import registry
+from galaxyview.snapshots.registry import writable
 
 ENERGY_WARN = 0.01  # a relative energy error above this gets a note
 RESCUE_AFTER_S = 60.0  # a run without --archive or --out keeps its state when it ran this long
@@ -35,13 +37,14 @@ def add_run_parser(sub) -> None:
                         "counts from the end)")
     common.add_backend(p)
     common.add_physics(p)
-    p.add_argument("--out", metavar="FILE", help="write the final state: FILE.h5 a galaxyview "
-                   "snapshot (restarts exactly), FILE.tipsy (.std, .bin) Tipsy with its "
-                   "companion files")
-    p.add_argument("--format", choices=("galaxyview", "tipsy", "gadget4"),
-                   help="how --out is written (default: by its name); gadget4: a Gadget-4 "
-                        "HDF5 snapshot (FILE.hdf5) that pynbody and yt open, in kpc, 1e10 "
-                        "Msun, km/s (scenes with [units])")
+    writers = writable()
+    by_name = registry.save_suffixes()
+    p.add_argument("--out", metavar="FILE", help="write the final state, in the format its "
+                   f"name gives: {by_name}")
+    p.add_argument("--format", choices=[f.choice for f in writers],
+                   help="how --out is written (default: by its name): " + "; ".join(
+                       f"{f.choice} ({', '.join(f.suffixes)}): {f.save_note or f.title}"
+                       for f in writers))
     p.add_argument("--archive", metavar="FILE.h5",
                    help="store the run's states in this archive (first, every interval, last)")
     p.add_argument("--every", type=common.count_type, metavar="K",
@@ -76,11 +79,10 @@ def check_out(out: str | None, overwrite: bool, format: str | None = None) -> bo
         if format is not None:
             raise GalaxyviewError(f"--format {format} says how --out is written; give --out")
         return overwrite
-    from galaxyview.model.tipsy import companion_paths
     from galaxyview.simulation import save_kind
 
     path = Path(out)
-    companions = companion_paths(path) if save_kind(out, format) == "tipsy" else []
+    companions = save_kind(out, format).companions(path)
     overwrite = _ask_overwrite([path, *companions], overwrite)
     for aux in companions:
         check_output_path(aux, overwrite)
@@ -98,7 +100,7 @@ def _check_writable(option: str, path: str, overwrite: bool) -> None:
 def cmd_run(args) -> int:
     from galaxyview.jobs.checkpoint import Checkpoints, Interval, preflight
     from galaxyview.jobs.run import run
-    from galaxyview.simulation import open_simulation
+    from galaxyview.simulation import open_simulation, save_kind
     from galaxyview.snapshots import archive
 
     overwrite = check_out(args.out, args.overwrite, args.format)
@@ -118,12 +120,11 @@ def cmd_run(args) -> int:
     except KeyboardInterrupt:
         say(f"galaxyview run: interrupted ({what_stopped()}) while loading; nothing to save")
         raise
-    if args.format == "gadget4" and sim.units is None:  # before the run, not after it
+    why = args.out and save_kind(args.out, args.format).cannot_write(sim.units)
+    if why:  # before the run, not after it
         sim.close()
-        raise GalaxyviewError(f"--format gadget4: {sim.name} has no physical unit system "
-                              f"(N-body units, or SI), so the snapshot's kpc, Msun and km/s "
-                              f"cannot be given; give the scene [units], or write --out as "
-                              f".h5 or .tipsy")
+        raise GalaxyviewError(f"--out {args.out} ({save_kind(args.out, args.format).choice}): "
+                              f"{sim.name} {why}")
     checkpoints = None
     try:
         if args.archive:
@@ -232,9 +233,10 @@ def _rescue(sim, exact=None) -> str:
 
 def _check_archive(path: str, out: str | None) -> None:
     """--archive is an HDF5 archive, another file than --out."""
-    if Path(path).suffix.lower() not in (".h5", ".hdf5"):
+    suffixes = registry.FORMATS.get("galaxyview").suffixes  # the archive's own format
+    if Path(path).suffix.lower() not in suffixes:
         raise GalaxyviewError(f"--archive {path}: an archive is an HDF5 file; give a name "
-                              "ending in .h5")
+                              f"ending in {', '.join(suffixes)}")
     if out is not None and Path(out).resolve() == Path(path).resolve():
         raise GalaxyviewError(f"--out and --archive are the same file ({path}); the archive "
                               "keeps the last state too, so leave out --out, or name another")

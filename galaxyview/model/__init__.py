@@ -1,4 +1,4 @@
-"""The core: particle state, parameters, units, scenes, snapshots and diagnostics (numpy only)."""
+"""The core: particle state, parameters, units, scenes and diagnostics (numpy only)."""
 
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState

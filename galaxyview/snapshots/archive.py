@@ -42,7 +42,6 @@ from galaxyview.version import __version__
 FORMAT = "galaxyview-archive"
 FORMAT_VERSION = 1
 SUFFIXES = (".h5", ".hdf5", ".gva")
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 BYTES_PER_PARTICLE = 4 * (3 + 3 + 1 + 1 + 3 + 1) + 1 + 2 + 8 + 8 * (3 + 3 + 3 + 1)
 WRITING = "writing"  # where an appended snapshot is built before its move into /snapshots
 log = logging.getLogger(__name__)
@@ -59,14 +58,6 @@ def _h5py():
 def snapshot_bytes(n: int, float64: bool = True) -> int:
     """About the bytes one snapshot of n particles takes (metadata aside)."""
     return n * (BYTES_PER_PARTICLE if float64 else BYTES_PER_PARTICLE - 80) + 16384
-
-
-def is_hdf5(path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(8) == HDF5_SIGNATURE
-    except OSError:
-        return False
 
 
 def _disk_error(path: Path, exc: BaseException, what: str) -> SnapshotError:

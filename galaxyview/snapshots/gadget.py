@@ -205,6 +205,14 @@ def is_gadget_hdf5(f, path) -> bool:
             any(name.startswith("PartType") for name in hdf5.names(f, path)))
 
 
+def is_swift(f, path) -> bool:
+    """The Gadget layout with SWIFT's /Units (galaxyview's export, which writes them too, aside)."""
+    units = hdf5.get(f, "Units", path) if is_gadget_hdf5(f, path) else None
+    return (units is not None and
+            hdf5.attr(units, "Unit length in cgs (U_L)", path, None) is not None and
+            hdf5.attr(f, "galaxyview_export", path, None) is None)
+
+
 def read_hdf5(f, path) -> tuple[ParticleState, UnitSystem, dict]:
     """A Gadget-4 / AREPO / SWIFT HDF5 snapshot from the open h5py File `f`."""
     path = Path(path)

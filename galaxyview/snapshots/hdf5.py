@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,41 @@ from galaxyview.errors import SnapshotError
 # what h5py raises on damaged metadata (and numpy on values of the wrong kind)
 ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, AttributeError, IndexError)
 DEFLATE_RATIO = 1032  # the most a deflate stream expands; other filters are taken alike
+SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _MISSING = object()
+
+
+def is_hdf5(path) -> bool:
+    """The file starts with HDF5's signature."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == SIGNATURE
+    except OSError:
+        return False
+
+
+@contextmanager
+def opened(path):
+    """The HDF5 file `path` open for reading (h5py); what h5py raises on a damaged file, there
+    or in the block, a SnapshotError naming it."""
+    try:
+        import h5py
+    except ImportError:  # a runtime dependency; say how to get it back
+        raise SnapshotError("HDF5 snapshots need h5py: pip install h5py") from None
+    try:
+        with h5py.File(path, "r") as f:
+            yield f
+    except (OSError, RuntimeError, KeyError) as exc:  # h5py's, where no guard named the object
+        raise SnapshotError(f"{path}: an HDF5 file that cannot be read (truncated or "
+                            f"corrupt: {exc})") from None
+
+
+def sniff(path, test) -> bool:
+    """test(file, path) on the HDF5 file `path`; False for a file that is not HDF5."""
+    if not is_hdf5(path):
+        return False
+    with opened(path) as f:
+        return bool(test(f, path))
 
 
 def damaged(path, what: str, exc: BaseException) -> SnapshotError:

@@ -9,7 +9,7 @@ both); their values are rounded to float32, as galaxyview computes.
 
 Mapping to ParticleState: dark <-> Component.HALO; star <-> every other component. The
 star `metals` and `tform` fields keep their meaning (written as 0: galaxyview has neither).
-What Tipsy has no field for goes to files beside the snapshot (model/tipsy_aux.py): the
+What Tipsy has no field for goes to files beside the snapshot (snapshots/tipsy_aux.py): the
 component and galaxy of every particle and the radii (when any is > 0) as ChaNGa-style ASCII
 auxiliary arrays `<snapshot>.component`, `.galaxy`, `.radius`; the units, dt, theta and eps
 as a ChaNGa parameter file `<snapshot>.param`. Without them, star particles read as DISK,
@@ -33,7 +33,7 @@ from galaxyview.files import open_temp, remove_quietly
 from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.params import Params, check_eps
 from galaxyview.model.state import Component, ParticleState
-from galaxyview.model.tipsy_aux import (AUX_ARRAYS, PRECISIONS, aux_path, aux_text,
+from galaxyview.snapshots.tipsy_aux import (AUX_ARRAYS, PRECISIONS, aux_path, aux_text,
                                         param_path, param_text, read_aux, read_param)
 from galaxyview.model.units import G_KPC_KMS2_PER_MSUN, UnitSystem
 

@@ -1,0 +1,2 @@
+"""One module a snapshot format, each a `Format` (snapshots/format.py) listed in
+snapshots/registry.py."""
