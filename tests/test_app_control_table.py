@@ -15,10 +15,10 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "viewer.md"
 WAIT_MS = 20_000
 
 
-def test_the_docs_table_is_the_tables():
+def test_the_docs_tables_are_the_tables():
     text = DOCS.read_text(encoding="utf-8")
     assert control_table.with_table(text) == text, (
-        "docs/viewer.md's controls table is out of date: run "
+        "docs/viewer.md's controls or shortcuts table is out of date: run "
         "python -m galaxyview.app.control_table docs/viewer.md")
 
 

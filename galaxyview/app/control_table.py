@@ -3,7 +3,8 @@
 The panel's widgets (app/panel.py), their wiring (app/control_wiring.py), the settings
 (app/settings.py), the menus and Help > Shortcuts (app/shortcuts.py) and the table in
 docs/viewer.md (`python -m galaxyview.app.control_table docs/viewer.md`) are all built from
-CONTROLS. No Qt here."""
+CONTROLS; Help > Shortcuts and its table in the docs also list the window's other keys
+(KEYS_FIRST, KEYS_LAST: app/shortcuts.py makes their menu items). No Qt here."""
 from __future__ import annotations
 
 import sys
@@ -132,6 +133,27 @@ CONTROLS: list[Control] = [
 ]
 
 
+KEYS_FIRST = [  # the window's own keys, listed before the table's
+    ("Space", "play / pause"), ("N", "one step"), ("F", "fit the camera to the particles"),
+    ("K", "add a camera keyframe"), ("P", "camera follows the keyframe path on / off"),
+]
+KEYS_LAST = [  # ... and after them
+    ("Arrows", "orbit (canvas focused)"), ("+  -", "zoom (canvas focused)"),
+    ("W A S D Q E", "fly forward, left, back, right, down, up (fly mode)"),
+    ("Mouse", "drag: orbit · right or shift drag: pan · wheel: zoom"),
+    ("Ctrl+R", "reset to the initial state"), ("Ctrl+O", "open a scene or snapshot"),
+    ("Ctrl+M", "record a movie / stop recording"), ("Ctrl+Shift+S", "save a screenshot"),
+    ("F11", "full screen on / off"), ("Ctrl+=  Ctrl+-", "larger / smaller text (HUD, captions)"),
+    ("F1", "the shortcut list"), ("Ctrl+Q", "quit"),
+]
+
+
+def shortcuts(table=None) -> list:
+    """(key, what it does) of the window: Help > Shortcuts."""
+    rows = CONTROLS if table is None else table
+    return KEYS_FIRST + [(k.key, k.text) for row in rows for k in row.keys] + KEYS_LAST
+
+
 def control(name: str, table=None) -> Control:
     return next(c for c in (CONTROLS if table is None else table) if c.name == name)
 
@@ -171,22 +193,37 @@ def markdown(table=None) -> str:
     return "\n".join(rows) + "\n"
 
 
-MARKS = ("<!-- controls table: python -m galaxyview.app.control_table docs/viewer.md -->\n",
-         "<!-- end of the controls table -->\n")
+def shortcuts_markdown() -> str:
+    rows = ["| key | action |", "|---|---|"]
+    rows += [f"| {key} | {text} |" for key, text in shortcuts()]
+    return "\n".join(rows) + "\n"
+
+
+TOOL = "python -m galaxyview.app.control_table docs/viewer.md"
+TABLES = {"controls": markdown, "shortcuts": shortcuts_markdown}  # docs/viewer.md's, made here
 
 
 def with_table(text: str) -> str:
-    """`text` (a doc page) with the table between MARKS made again."""
-    head, found, rest = text.partition(MARKS[0])
-    _, found_end, tail = rest.partition(MARKS[1])
-    if not (found and found_end):
-        raise ValueError("the page has no controls table marks")
-    return head + MARKS[0] + markdown() + MARKS[1] + tail
+    """`text` (a doc page) with the TABLES between their marks made again."""
+    for name, make in TABLES.items():
+        begin, end = f"<!-- {name} table: {TOOL} -->\n", f"<!-- end of the {name} table -->\n"
+        head, found, rest = text.partition(begin)
+        _, found_end, tail = rest.partition(end)
+        if not (found and found_end):
+            raise ValueError(f"the page has no {name} table marks")
+        text = head + begin + make() + end + tail
+    return text
+
+
+def main(argv=None) -> None:
+    """Print the controls table, or make the tables of the page named again."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print(markdown(), end="")
+        return
+    page = Path(args[0])
+    page.write_text(with_table(page.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    page = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    if page is None:
-        print(markdown(), end="")
-    else:
-        page.write_text(with_table(page.read_text(encoding="utf-8")), encoding="utf-8")
+    main()

@@ -61,7 +61,3 @@ def show_sim(window, sim) -> None:
         if row.applies:
             w.setEnabled(all(CONDITIONS[c](sim) for c in row.applies))
 
-
-def shortcuts(table) -> list:
-    """(key, what it does) of the table's shortcuts."""
-    return [(k.key, k.text) for row in table for k in row.keys]

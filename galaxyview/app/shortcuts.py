@@ -6,21 +6,9 @@ from PyQt6.QtGui import QAction, QActionGroup, QKeySequence
 from PyQt6.QtWidgets import QMessageBox
 
 from galaxyview.app import control_wiring
+from galaxyview.app.control_table import shortcuts
 from galaxyview.render.projections import PROJECTIONS
 
-SHORTCUTS = [  # the control table's come after these
-    ("Space", "play / pause"), ("N", "one step"), ("F", "fit the camera to the particles"),
-    ("K", "add a camera keyframe"), ("P", "camera follows the keyframe path on / off"),
-]
-MORE_SHORTCUTS = [  # after the control table's
-    ("Arrows", "orbit (canvas focused)"), ("+  -", "zoom (canvas focused)"),
-    ("W A S D Q E", "fly forward, left, back, right, down, up (fly mode)"),
-    ("Mouse", "drag: orbit · right or shift drag: pan · wheel: zoom"),
-    ("Ctrl+R", "reset to the initial state"), ("Ctrl+O", "open a scene or snapshot"),
-    ("Ctrl+M", "record a movie / stop recording"), ("Ctrl+Shift+S", "save a screenshot"),
-    ("F11", "full screen on / off"), ("Ctrl+=  Ctrl+-", "larger / smaller text (HUD, captions)"),
-    ("F1", "this list"), ("Ctrl+Q", "quit"),
-]
 SHOW_KEYS = [
     ("Space", "pause / go on with the show"), ("Right  Page Down", "next scene"),
     ("Left  Page Up", "back a scene"), ("F11", "full screen on / off"),
@@ -72,14 +60,9 @@ def build_menus(w) -> None:
     action(m, "Shortcuts", "F1", lambda: show_shortcuts(w))
 
 
-def all_shortcuts(table) -> list:
-    """(key, what it does) of the window: Help > Shortcuts."""
-    return SHORTCUTS + control_wiring.shortcuts(table) + MORE_SHORTCUTS
-
-
 def show_shortcuts(w) -> None:
     rows = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>"
-                   for k, v in all_shortcuts(w.panel.table))
+                   for k, v in shortcuts(w.panel.table))
     box = QMessageBox(QMessageBox.Icon.Information, "Shortcuts", f"<table>{rows}</table>",
                       QMessageBox.StandardButton.Ok, w)
     box.open()
