@@ -29,7 +29,9 @@ def test_a_row_the_panel_cannot_build_is_refused():
                 Control("x", "X", "slider", "look", "look", "x", (1.0, 1.0)),  # empty range
                 Control("x", "X", "check", "look", "param", "x"),  # sets: no such kind
                 Control("x", "X", "spin", "physics", "param", "x", (0, 3)),  # no default
-                Control("theta", "θ", "check", "look", "look", "boxes")):  # the name repeats
+                Control("theta", "θ", "check", "look", "look", "boxes"),  # the name repeats
+                Control("x", "X", "check", "look", "look", "x", keys=(Key("F", "f"),)),  # fit's
+                Control("x", "X", "check", "look", "look", "x", keys=(Key("G", "g"),))):  # fly's
         with pytest.raises(ValueError):
             control_table.check([*control_table.CONTROLS, bad])
 

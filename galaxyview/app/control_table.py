@@ -159,10 +159,16 @@ def control(name: str, table=None) -> Control:
 
 
 def check(table: list[Control]) -> None:
-    """Raise ValueError on a row the panel could not build (names, kinds, ranges)."""
+    """Raise ValueError on a row the panel could not build (names, kinds, ranges, a key
+    already taken)."""
     names = [c.name for c in table]
     if len(set(names)) != len(names):
         raise ValueError(f"control names repeat: {names}")
+    taken = {key for keys, _ in KEYS_FIRST + KEYS_LAST for key in keys.split()}
+    for key in (k.key for c in table for k in c.keys):
+        if key in taken:
+            raise ValueError(f"the key {key} is taken twice: choose another for its control")
+        taken.add(key)
     for c in table:
         if c.kind not in KINDS or c.group not in GROUPS or c.sets not in SETS:
             raise ValueError(f"control {c.name}: kind, group or sets not one of {KINDS}, "
