@@ -1,10 +1,13 @@
-"""Slider plus spin box for one number, on a linear or logarithmic slider scale."""
+"""The widget of a control-table row (app/control_table.py): a slider plus spin box for one
+number (NumberControl, on a linear or logarithmic slider scale), a spin box, a combo box or a
+check box; one way to make, read, show and follow each."""
 from __future__ import annotations
 
 import math
 
 from PyQt6.QtCore import QSignalBlocker, Qt, pyqtSignal
-from PyQt6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QSlider, QWidget
+from PyQt6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QSlider, QSpinBox,
+                             QWidget)
 
 SLIDER_STEPS = 1000
 
@@ -91,3 +94,59 @@ class NumberControl(QWidget):
 
     def _slider_released(self) -> None:
         self.committed.emit(self.spin.value())
+
+
+def make(row, look) -> QWidget:
+    """The widget of `row` showing its start value (a Look's field, or the row's default)."""
+    value = row.start(look)
+    if row.kind == "slider":
+        w = NumberControl(*row.range, value, decimals=row.decimals, log=row.log,
+                          zero_at_min=row.zero_at_min)
+    elif row.kind == "spin":
+        w = QSpinBox()
+        w.setRange(*row.range)
+        w.setSingleStep(row.step)
+        w.setKeyboardTracking(False)
+        w.setValue(value)
+    elif row.kind == "combo":
+        w = QComboBox()
+        w.addItems(row.choices)
+        w.setCurrentText(value)
+    else:
+        w = QCheckBox(row.label)
+        w.setChecked(bool(value))
+    w.setToolTip(row.tooltip)
+    return w
+
+
+def changed(w):
+    """The signal carrying a widget's new value once the user settles on it."""
+    if isinstance(w, NumberControl):
+        return w.committed
+    if isinstance(w, QSpinBox):
+        return w.valueChanged
+    if isinstance(w, QComboBox):
+        return w.currentTextChanged
+    return w.toggled
+
+
+def value(w):
+    if isinstance(w, (NumberControl, QSpinBox)):
+        return w.value()
+    if isinstance(w, QComboBox):
+        return w.currentText()
+    return w.isChecked()
+
+
+def show(w, v) -> None:
+    """Show value `v` without emitting the widget's signal."""
+    if isinstance(w, NumberControl):
+        w.set_value(v)
+        return
+    with QSignalBlocker(w):
+        if isinstance(w, QSpinBox):
+            w.setValue(v)
+        elif isinstance(w, QComboBox):
+            w.setCurrentText(v)
+        else:
+            w.setChecked(bool(v))

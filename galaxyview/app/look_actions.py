@@ -5,7 +5,6 @@ from PyQt6.QtCore import QSignalBlocker
 from PyQt6.QtWidgets import QFileDialog
 
 from galaxyview.errors import GalaxyviewError
-from galaxyview.render.look import COLOUR_MODES
 
 
 class LookActions:
@@ -32,21 +31,21 @@ class LookActions:
             self.worker.measure()  # vertices with the new values, also while paused
         self._dirty = True
 
-    def _box_levels_changed(self) -> None:
+    def set_box_lo(self, _level: int) -> None:
+        self._box_levels_changed(moved_lo=True)
+
+    def set_box_hi(self, _level: int) -> None:
+        self._box_levels_changed(moved_lo=False)
+
+    def _box_levels_changed(self, moved_lo: bool) -> None:
         p = self.panel
         lo, hi = p.box_lo.value(), p.box_hi.value()
         if lo > hi:  # keep lo <= hi by moving the other end along
-            moved_lo = self.sender() is p.box_lo
             lo, hi = (lo, lo) if moved_lo else (hi, hi)
             other = p.box_hi if moved_lo else p.box_lo
             with QSignalBlocker(other):
                 other.setValue(lo)
         self.set_look(box_levels=(lo, hi))
-
-    def toggle_colour(self) -> None:
-        """The next colour mode (C)."""
-        i = COLOUR_MODES.index(self.look.colour_mode)
-        self.panel.colour.setCurrentText(COLOUR_MODES[(i + 1) % len(COLOUR_MODES)])
 
     def show_colour_bar(self) -> None:
         r, sim = self.canvas.renderer, self.sim
@@ -69,8 +68,3 @@ class LookActions:
             save_look(self.look, path, overwrite=True)
         except GalaxyviewError as exc:
             self.show_error("Cannot save the look", str(exc))
-
-    def scale_exposure(self, factor: float) -> None:
-        value = min(max(self.look.exposure * factor, 0.01), 100.0)
-        self.panel.exposure.set_value(value)
-        self.set_look(exposure=value)

@@ -1,15 +1,14 @@
 """The control panel: scene, physics, playback, camera and look controls (layout only; the
-window connects them)."""
+window connects them). The controls come from the control table (app/control_table.py)."""
 from __future__ import annotations
 
-from PyQt6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+from PyQt6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
                              QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
-from galaxyview.app.controls import NumberControl
+from galaxyview.app import control_table
+from galaxyview.app.controls import make
 from galaxyview.app.keyframes import KeyframeBox
-from galaxyview.model.params import THETA_MAX
-from galaxyview.model.sheet import RESTITUTION_LAWS
-from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, MAX_TREE_LEVEL, TONE_MAPS, Look
+from galaxyview.render.look import Look
 
 N_MAX = 2**28
 
@@ -22,8 +21,16 @@ def _group(title: str, parent_layout) -> QFormLayout:
 
 
 class ControlPanel(QWidget):
-    def __init__(self, look: Look, parent=None):
+    """The controls of `table` (app/control_table.py) are attributes by their names and in
+    `controls`; the buttons, labels and the scene's count are made here."""
+
+    def __init__(self, look: Look, table=None, parent=None):
         super().__init__(parent)
+        self.table = control_table.CONTROLS if table is None else table
+        control_table.check(self.table)
+        self.look = look
+        self.controls: dict = {}
+        self._lines: dict = {}
         self.setMinimumWidth(300)
         layout = QVBoxLayout(self)
 
@@ -53,46 +60,15 @@ class ControlPanel(QWidget):
         self.modules.setWordWrap(True)
         self.modules.setToolTip("The engine's integrator, boundary and collision modules")
         form.addRow("Modules", self.modules)
-        self.theta = NumberControl(0.05, THETA_MAX, 0.75, decimals=3)
-        self.theta.setToolTip("Opening angle: smaller is more accurate and slower")
-        form.addRow("θ", self.theta)
-        self.dt = NumberControl(1e-5, 0.5, 1 / 64, decimals=6, log=True)
-        self.dt.setToolTip("Time step (N-body units; seconds for ring scenes): the shared "
-                           "step, or the largest one (dt_max) with individual time steps")
-        form.addRow("dt", self.dt)
-        self.eta = NumberControl(1e-3, 1.0, 0.02, decimals=4, log=True)
-        self.eta.setToolTip("Accuracy of individual time steps (leapfrog-hier, Hermite): "
-                            "smaller gives smaller steps, more accurate and slower")
-        form.addRow("η", self.eta)
-        self.eps = NumberControl(1e-4, 2.0, 0.05, decimals=4, log=True, zero_at_min=True)
-        self.eps.setToolTip("Plummer softening length (N-body units)")
-        form.addRow("ε", self.eps)
-        self.accuracy = QCheckBox("Force error readout")
-        self.accuracy.setChecked(True)
-        self.accuracy.setToolTip("Tree force error against direct summation on a random "
-                                 "sample, live in the HUD (a few times a second at most)")
-        form.addRow(self.accuracy)
+        self._rows(form, "physics")
 
         form = self.ring_form = _group("Ring (shearing sheet)", layout)
-        self.restitution = QComboBox()
-        self.restitution.addItems(RESTITUTION_LAWS)
-        self.restitution.setToolTip("Normal coefficient of restitution: constant ε_n, or "
-                                    "Bridges et al. (1984): (v_n / v_c)^-0.234, at most 1")
-        form.addRow("Restitution", self.restitution)
-        self.eps_n = NumberControl(0.0, 1.0, 0.5, decimals=2)
-        self.eps_n.setToolTip("The constant coefficient of restitution")
-        form.addRow("ε_n", self.eps_n)
-        self.optical_depth = NumberControl(0.05, 2.0, 0.5, decimals=2)
-        self.optical_depth.setToolTip("Optical depth: the scene is built again with it")
-        form.addRow("Optical depth", self.optical_depth)
-        row = QHBoxLayout()
+        line = self._line("ring views")
         self.view_top, self.view_edge = QPushButton("Top"), QPushButton("Edge-on")
-        self.ghosts = QCheckBox("Ghost boxes")
-        self.ghosts.setToolTip("Draw the 8 neighbouring images of the box too")
-        row.addWidget(self.view_top)
-        row.addWidget(self.view_edge)
-        row.addWidget(self.ghosts)
-        form.addRow(row)
+        line.addWidget(self.view_top)
+        line.addWidget(self.view_edge)
+        self._rows(form, "ring")
+        form.addRow(line)
         form.parentWidget().setVisible(False)  # shown for ring scenes
 
         form = _group("Run", layout)
@@ -105,62 +81,48 @@ class ControlPanel(QWidget):
         row.addWidget(self.play)
         row.addWidget(self.step)
         form.addRow(row)
-        self.steps_per_frame = QSpinBox()
-        self.steps_per_frame.setRange(1, 1000)
-        self.steps_per_frame.setKeyboardTracking(False)
-        form.addRow("Steps per frame", self.steps_per_frame)
+        self._rows(form, "run")
 
         form = _group("Camera", layout)
-        row = QHBoxLayout()
+        line = self._line("camera")
         self.fit = QPushButton("Fit")
         self.fit.setToolTip("Frame the particles (F)")
-        self.fly = QCheckBox("Fly")
-        self.fly.setToolTip("Fly mode: drag looks around, W/A/S/D/Q/E move (G)")
-        self.auto_orbit = QCheckBox("Turn")
-        self.auto_orbit.setToolTip("Turn slowly about the vertical axis (T)")
-        row.addWidget(self.fit)
-        row.addWidget(self.fly)
-        row.addWidget(self.auto_orbit)
-        form.addRow(row)
+        line.addWidget(self.fit)
+        self._rows(form, "camera")
+        form.addRow(line)
         form.addRow(QLabel("drag: orbit · right/shift drag: pan · wheel: zoom"))
         self.keyframes = KeyframeBox()
         layout.addWidget(self.keyframes)
 
         form = _group("Look", layout)
-        self.point_size = NumberControl(0.5, 16.0, look.point_size, decimals=1)
-        form.addRow("Point size", self.point_size)
-        self.exposure = NumberControl(0.01, 100.0, look.exposure, decimals=2, log=True)
-        form.addRow("Exposure", self.exposure)
-        self.colour = QComboBox()
-        self.colour.addItems(COLOUR_MODES)
-        self.colour.setToolTip("Colour by component, galaxy of origin, speed, potential, "
-                               "binding energy or local density (C: the next one)")
-        form.addRow("Colour by", self.colour)
-        self.colour_map = QComboBox()
-        self.colour_map.addItems(COLOUR_MAPS)
-        self.colour_map.setCurrentText(look.colour_map)
-        self.colour_map.setToolTip("Colour map (vispy.color) for speed, potential, energy, "
-                                   "density and mass")
-        form.addRow("Colour map", self.colour_map)
-        self.tone_map = QComboBox()
-        self.tone_map.addItems(TONE_MAPS)
-        form.addRow("Tone map", self.tone_map)
-        row = QHBoxLayout()
-        self.boxes = QCheckBox("Tree boxes")
-        self.boxes.setToolTip("Octree overlay (B)")
-        self.box_lo, self.box_hi = QSpinBox(), QSpinBox()
-        for spin, value in ((self.box_lo, look.box_levels[0]), (self.box_hi, look.box_levels[1])):
-            spin.setRange(0, MAX_TREE_LEVEL)
-            spin.setValue(value)
-        row.addWidget(self.boxes)
-        row.addWidget(QLabel("levels"))
-        row.addWidget(self.box_lo)
-        row.addWidget(QLabel("to"))
-        row.addWidget(self.box_hi)
-        form.addRow(row)
+        line = self._line("boxes")
+        self._rows(form, "look")
+        form.addRow(line)
 
         self.record = QPushButton("Record…")
         self.record.setCheckable(True)
         self.record.setToolTip("Record the canvas into an mp4 movie (Ctrl+M)")
         layout.addWidget(self.record)
         layout.addStretch(1)
+
+    def _line(self, name: str) -> QHBoxLayout:
+        self._lines[name] = line = QHBoxLayout()
+        return line
+
+    def _rows(self, form: QFormLayout, group: str) -> None:
+        """The table's rows of `group`: a form row each, or onto their named line."""
+        for row in self.table:
+            if row.group != group:
+                continue
+            w = self.controls[row.name] = make(row, self.look)
+            setattr(self, row.name, w)
+            line = self._lines.get(row.line)
+            if line is None and row.kind == "check":
+                form.addRow(w)
+            elif line is None:
+                form.addRow(row.label, w)
+            elif row.kind == "check":
+                line.addWidget(w)
+            else:
+                line.addWidget(QLabel(row.label))
+                line.addWidget(w)

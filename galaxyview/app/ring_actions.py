@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from PyQt6.QtCore import QSignalBlocker
 
+from galaxyview.app.control_table import control
 from galaxyview.errors import GalaxyviewError
 from galaxyview.model.ics.ring import with_optical_depth
 from galaxyview.render import rings
 
-DT_RANGE = (1e-5, 0.5)  # the panel's dt control for N-body scenes (app/panel.py)
+DT_RANGE = control("dt").range  # the panel's dt control for N-body scenes
 
 
 class RingActions:
@@ -18,12 +19,8 @@ class RingActions:
 
     def _connect_ring(self) -> None:
         p = self.panel
-        p.restitution.currentTextChanged.connect(lambda law: self.set_sheet(restitution=law))
-        p.eps_n.committed.connect(lambda v: self.set_sheet(eps_n=v))
-        p.optical_depth.committed.connect(self.set_optical_depth)
         p.view_top.clicked.connect(lambda: self.ring_view("top"))
         p.view_edge.clicked.connect(lambda: self.ring_view("edge"))
-        p.ghosts.toggled.connect(lambda on: self.set_look(ghosts=on))
 
     @property
     def sheet(self):

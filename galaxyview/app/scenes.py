@@ -9,13 +9,12 @@ from pathlib import Path
 from PyQt6.QtCore import QCoreApplication, QEventLoop, QSignalBlocker, Qt
 from PyQt6.QtWidgets import QFileDialog
 
+from galaxyview.app import control_wiring
 from galaxyview.app.hud import modules_line
 from galaxyview.app.session import Session
 from galaxyview.errors import GalaxyviewError
 from galaxyview.model.scene import Scene
 from galaxyview.snapshots.registry import open_filter
-
-PARAM_SYMBOLS = {"theta": "θ", "dt": "dt", "eps": "ε", "eta": "η"}
 
 
 @dataclass
@@ -124,12 +123,7 @@ class SceneActions:
         p.n.setEnabled(sim.scene is not None)
         p.engine.setText(f"{sim.engine.device_name}\npositions by {self.session.source.path}")
         p.modules.setText(modules_line(sim.engine.modules))
-        computed = sim.engine.frame_count is None  # a stored run plays back as it was computed
-        for name in ("theta", "dt", "eps", "eta"):
-            getattr(p, name).set_value(getattr(sim.engine.params, name))
-            getattr(p, name).setEnabled(computed and (name != "theta" or
-                                                      sim.engine.gravity == "tree")
-                                        and (name != "eta" or sim.engine.uses_eta))
+        control_wiring.show_sim(self, sim)
         self._select_scene_item(self.source_name)
         self.setWindowTitle(f"galaxyview: {sim.name}")
         self._dirty = True
@@ -156,7 +150,7 @@ class SceneActions:
             self.load(path)
 
     def set_param(self, name: str, value: float) -> None:
-        """theta, dt, eps or eta for the next step (checked first)."""
+        """A Params field (theta, dt, eps, eta, ...) for the next step (checked first)."""
         if self.session is None:
             return
         try:
@@ -166,4 +160,6 @@ class SceneActions:
             return
         self.worker.set_params(**{name: value})
         last = self.session.last
-        self.plot.add_marker(last.time if last else 0.0, f"{PARAM_SYMBOLS[name]}={value:g}")
+        label = next((c.label for c in self.panel.table if c.sets == "param" and c.field == name),
+                     name)
+        self.plot.add_marker(last.time if last else 0.0, f"{label}={value:g}")

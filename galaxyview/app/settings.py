@@ -1,5 +1,6 @@
 """What the viewer keeps between runs (QSettings, e.g. ~/.config/galaxyview/viewer.conf): the
-window's geometry, the panel's width and camera toggles, the look and the last scene.
+window's geometry, the panel's width, the control table's rows with a settings key (look
+fields and panel toggles: app/control_table.py), the tree boxes' levels and the last scene.
 
 A value that no longer makes sense (edited by hand, from another version) is skipped."""
 from __future__ import annotations
@@ -8,15 +9,19 @@ from pathlib import Path
 
 from PyQt6.QtCore import QSettings
 
+from galaxyview.app import control_wiring, controls
 from galaxyview.errors import GalaxyviewError
 
-LOOK_KEYS = {"point_size": float, "exposure": float, "colour_mode": str, "colour_map": str,
-             "tone_map": str, "boxes": bool}
-PANEL_TOGGLES = ("fly", "auto_orbit", "accuracy")
+TYPES = {"slider": float, "spin": int, "combo": str, "check": bool}
 
 
 def open_settings() -> QSettings:
     return QSettings("galaxyview", "viewer")
+
+
+def kept(table) -> list:
+    """The rows of the control table kept between runs (a settings key each)."""
+    return [row for row in table if row.setting]
 
 
 def save(window, settings: QSettings) -> None:
@@ -25,11 +30,10 @@ def save(window, settings: QSettings) -> None:
     look = window.look
     if look.spheres and window.galaxy_colours is not None:  # a ring's colours are its own
         look = look.with_(**dict(zip(("colour_mode", "colour_map"), window.galaxy_colours)))
-    for key in LOOK_KEYS:
-        settings.setValue(f"look/{key}", getattr(look, key))
+    for row in kept(window.panel.table):
+        settings.setValue(row.setting, getattr(look, row.field) if row.sets == "look"
+                          else controls.value(window.panel.controls[row.name]))
     settings.setValue("look/box_levels", ",".join(str(v) for v in window.look.box_levels))
-    for name in PANEL_TOGGLES:
-        settings.setValue(f"panel/{name}", getattr(window.panel, name).isChecked())
     if window.source_name:
         settings.setValue("scene/last", str(window.source_name))
     settings.setValue("view/text_scale", window.text_scale)
@@ -46,34 +50,48 @@ def restore(window, settings: QSettings) -> None:
     if splitter is not None:
         window.splitter.restoreState(splitter)
     p = window.panel
-    for name in PANEL_TOGGLES:
-        if settings.contains(f"panel/{name}"):
-            getattr(p, name).setChecked(settings.value(f"panel/{name}", False, type=bool))
-    look = _stored_look(window.look, settings)
-    p.point_size.set_value(look.point_size)
-    p.exposure.set_value(look.exposure)
-    p.colour.setCurrentText(look.colour_mode)
-    p.colour_map.setCurrentText(look.colour_map)
-    p.tone_map.setCurrentText(look.tone_map)
-    p.boxes.setChecked(look.boxes)
-    p.box_lo.setValue(look.box_levels[0])
-    p.box_hi.setValue(look.box_levels[1])
-    window.set_look(**{key: getattr(look, key) for key in (*LOOK_KEYS, "box_levels")})
+    look, others = _stored(window.look, p.table, settings)
+    for row, value in others:
+        controls.show(p.controls[row.name], value)
+        control_wiring.apply(window, row, value)
+    looks = [row for row in kept(p.table) if row.sets == "look"]
+    for row in looks:
+        controls.show(p.controls[row.name], getattr(look, row.field))
+    controls.show(p.box_lo, look.box_levels[0])
+    controls.show(p.box_hi, look.box_levels[1])
+    window.set_look(**{key: getattr(look, key) for key in (*(r.field for r in looks),
+                                                             "box_levels")})
 
 
-def _stored_look(look, settings: QSettings):
-    for key, kind in LOOK_KEYS.items():
-        if settings.contains(f"look/{key}"):
-            try:
-                look = look.with_(**{key: settings.value(f"look/{key}", type=kind)})
-            except (GalaxyviewError, TypeError, ValueError):
-                pass
+def _stored(look, table, settings: QSettings):
+    """The look with the stored look fields, and (row, value) of the other rows kept; a value
+    that does not fit its row is skipped."""
+    others = []
+    for row in kept(table):
+        if not settings.contains(row.setting):
+            continue
+        try:
+            value = settings.value(row.setting, type=TYPES[row.kind])
+            if row.sets == "look":
+                look = look.with_(**{row.field: value})
+            elif _fits(row, value):
+                others.append((row, value))
+        except (GalaxyviewError, TypeError, ValueError):
+            pass
     try:
         lo, hi = (int(v) for v in str(settings.value("look/box_levels", "")).split(","))
         look = look.with_(box_levels=(lo, hi))
     except (GalaxyviewError, ValueError):
         pass
-    return look
+    return look, others
+
+
+def _fits(row, value) -> bool:
+    if row.kind == "combo":
+        return value in row.choices
+    if row.kind in ("slider", "spin"):
+        return row.range[0] <= value <= row.range[1]
+    return True
 
 
 def last_source(settings: QSettings) -> str | None:

@@ -1,24 +1,14 @@
-"""Menus and keyboard shortcuts of the window (listed under Help > Shortcuts)."""
+"""Menus and keyboard shortcuts of the window (listed under Help > Shortcuts); the control
+table's shortcuts (app/control_table.py) join the View menu and the list."""
 from __future__ import annotations
 
 from PyQt6.QtGui import QAction, QActionGroup, QKeySequence
 from PyQt6.QtWidgets import QMessageBox
 
+from galaxyview.app import control_wiring
+from galaxyview.app.control_table import shortcuts
 from galaxyview.render.projections import PROJECTIONS
 
-SHORTCUTS = [
-    ("Space", "play / pause"), ("N", "one step"), ("F", "fit the camera to the particles"),
-    ("B", "tree boxes on / off"), ("C", "colour by the next property (component, galaxy, speed, ...)"),
-    ("T", "turn the camera slowly"), ("K", "add a camera keyframe"),
-    ("P", "camera follows the keyframe path on / off"), ("G", "fly mode on / off"), ("[  ]", "exposure down / up"),
-    ("Arrows", "orbit (canvas focused)"), ("+  -", "zoom (canvas focused)"),
-    ("W A S D Q E", "fly forward, left, back, right, down, up (fly mode)"),
-    ("Mouse", "drag: orbit · right or shift drag: pan · wheel: zoom"),
-    ("Ctrl+R", "reset to the initial state"), ("Ctrl+O", "open a scene or snapshot"),
-    ("Ctrl+M", "record a movie / stop recording"), ("Ctrl+Shift+S", "save a screenshot"),
-    ("F11", "full screen on / off"), ("Ctrl+=  Ctrl+-", "larger / smaller text (HUD, captions)"),
-    ("F1", "this list"), ("Ctrl+Q", "quit"),
-]
 SHOW_KEYS = [
     ("Space", "pause / go on with the show"), ("Right  Page Down", "next scene"),
     ("Left  Page Up", "back a scene"), ("F11", "full screen on / off"),
@@ -49,14 +39,12 @@ def build_menus(w) -> None:
     action(m, "Reset", "Ctrl+R", w.reset)
     m = bar.addMenu("&View")
     action(m, "Fit camera", "F", w.fit_camera)
-    action(m, "Fly mode", "G", p.fly.toggle)
-    action(m, "Turn slowly", "T", p.auto_orbit.toggle)
     action(m, "Add camera keyframe", "K", w.add_keyframe)
     action(m, "Follow the camera path", "P", p.keyframes.follow.toggle)
-    action(m, "Tree boxes", "B", p.boxes.toggle)
-    action(m, "Colour by the next property", "C", w.toggle_colour)
-    action(m, "Exposure down", "[", lambda: w.scale_exposure(1 / 1.25))
-    action(m, "Exposure up", "]", lambda: w.scale_exposure(1.25))
+    for row in p.table:
+        for k in row.keys:
+            action(m, k.text[:1].upper() + k.text[1:], k.key,
+                   lambda _=False, row=row, k=k: control_wiring.press(w, row, k))
     action(m, "Full screen", "F11", w.toggle_full_screen)
     projections, group = m.addMenu("Projection"), QActionGroup(w)
     w.projection_actions = {}
@@ -73,7 +61,8 @@ def build_menus(w) -> None:
 
 
 def show_shortcuts(w) -> None:
-    rows = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in SHORTCUTS)
+    rows = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>"
+                   for k, v in shortcuts(w.panel.table))
     box = QMessageBox(QMessageBox.Icon.Information, "Shortcuts", f"<table>{rows}</table>",
                       QMessageBox.StandardButton.Ok, w)
     box.open()

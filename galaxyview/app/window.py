@@ -8,7 +8,7 @@ from __future__ import annotations
 from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtWidgets import QMainWindow, QMessageBox, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
-from galaxyview.app import hud, settings as stored
+from galaxyview.app import control_wiring, hud, settings as stored
 from galaxyview.app.canvas import ViewerCanvas
 from galaxyview.app.colour_bar import ColourBar
 from galaxyview.app.energy_plot import EnergyPlot
@@ -120,29 +120,27 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         p.open.clicked.connect(self.open_dialog)
         p.n.editingFinished.connect(self._n_changed)
         p.reset.clicked.connect(self.reset)
-        for name in ("theta", "dt", "eps", "eta"):
-            getattr(p, name).committed.connect(lambda v, name=name: self.set_param(name, v))
+        control_wiring.connect(self)  # the control table's rows (app/control_table.py)
         p.play.toggled.connect(self.set_playing)
-        p.accuracy.toggled.connect(
-            lambda on: self.session is not None and self.session.check_accuracy(on))
         p.step.clicked.connect(self.single_step)
-        p.steps_per_frame.valueChanged.connect(lambda v: setattr(self, "steps_per_frame", v))
         p.fit.clicked.connect(self.fit_camera)
-        p.fly.toggled.connect(lambda on: setattr(self.canvas, "fly_mode", on))
-        p.auto_orbit.toggled.connect(
-            lambda on: setattr(self.canvas, "auto_orbit_deg", AUTO_ORBIT_DEG if on else 0.0))
-        p.point_size.committed.connect(lambda v: self.set_look(point_size=v))
-        p.exposure.committed.connect(lambda v: self.set_look(exposure=v))
-        p.colour.currentTextChanged.connect(lambda t: self.set_look(colour_mode=t))
-        p.colour_map.currentTextChanged.connect(lambda t: self.set_look(colour_map=t))
-        p.tone_map.currentTextChanged.connect(lambda t: self.set_look(tone_map=t))
-        p.boxes.toggled.connect(lambda on: self.set_look(boxes=on))
-        p.box_lo.valueChanged.connect(self._box_levels_changed)
-        p.box_hi.valueChanged.connect(self._box_levels_changed)
         p.record.clicked.connect(self.record_clicked)
         self.timeline_bar.rewind.connect(self.rewind)
         self.timeline_bar.configured.connect(
             lambda k, m: self.worker is not None and self.worker.configure_timeline(k, m))
+
+    def check_accuracy(self, on: bool) -> None:
+        if self.session is not None:
+            self.session.check_accuracy(on)
+
+    def set_steps_per_frame(self, m: int) -> None:
+        self.steps_per_frame = m
+
+    def set_fly_mode(self, on: bool) -> None:
+        self.canvas.fly_mode = on
+
+    def set_auto_orbit(self, on: bool) -> None:
+        self.canvas.auto_orbit_deg = AUTO_ORBIT_DEG if on else 0.0
 
     # -- the simulation --------------------------------------------------------------------------
     @property
