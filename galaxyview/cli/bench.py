@@ -135,8 +135,8 @@ def _hierarchical_options(p) -> None:
             ("equilibrium", "a Plummer sphere's Lagrangian radii over --until")):
         m = modes.add_parser(mode, help=help, description=help[0].upper() + help[1:] + ".")
         m.set_defaults(parser=m)
-        _scene(m, None, "scene (default: plummer for equilibrium, else mw-andromeda; "
-                        "'plummer': a Plummer sphere)")
+        _scene(m, None, "scene ('plummer': a Plummer sphere; default: " + (
+            "plummer)" if mode == "equilibrium" else "mw-andromeda)"))
         _n(m, None, "particle counts (1048576)")
         if mode == "mac":
             _theta(m, [0.3, 0.4, 0.5, 0.6, 0.75, 0.9])
@@ -299,7 +299,9 @@ def run_bench(args) -> int:
 
         reason = gpu_unavailable_reason(getattr(args, "device", 0))
         if reason:
-            raise GalaxyviewError(f"bench {bench.name} needs a CUDA GPU: {reason}")
+            what = " ".join([bench.name, *([args.hierarchical] if bench.name == "hierarchical"
+                                           else [])])
+            raise GalaxyviewError(f"bench {what} needs a CUDA GPU: {reason}")
     return bench.run(args)
 
 
