@@ -20,9 +20,9 @@ from galaxyview.errors import GalaxyviewError
 # the options several benches share (each bench gives its own defaults and help)
 
 
-def _n(p, default, help: str, many: bool = True) -> None:
-    p.add_argument("--n", type=common.count_type, nargs="+" if many else None, default=default,
-                   metavar="N", help=help)
+def _n(p, default, help: str, nargs: str | None = "+") -> None:
+    p.add_argument("--n", type=common.count_type, nargs=nargs, default=default, metavar="N",
+                   help=help)
 
 
 def _theta(p, default, help: str = "opening angles", nargs: str | int | None = "+",
@@ -178,7 +178,7 @@ def _gpu_engine_options(p) -> None:
 
 
 def _let_options(p) -> None:
-    _n(p, 1 << 22, "particles of the rank's share (4194304)", many=False)
+    _n(p, 1 << 22, "particles of the rank's share (4194304)", nargs=None)
     p.add_argument("--hold", type=common.steps_type, nargs="+", default=[0, 4, 8, 16, 64],
                    help="walk blocks held back for the export, a case each (0 4 8 16 64)")
     _theta(p, 0.75, "opening angle", nargs=None)
@@ -186,7 +186,7 @@ def _let_options(p) -> None:
 
 
 def _domains_options(p) -> None:
-    _n(p, 1 << 22, "particles (4194304)", many=False)
+    _n(p, 1 << 22, "particles (4194304)", nargs=None)
     p.add_argument("--domains", type=common.count_type, nargs="+", default=[2, 4],
                    metavar="K", help="domain counts (2 4)")
     _theta(p, 0.75, "opening angle", nargs=None)
@@ -228,7 +228,7 @@ def _movie_options(p) -> None:
     from galaxyview.movie.encoder import PRESETS
 
     p.add_argument("scene", help="a scene name or .toml file")
-    _n(p, None, "particle count (default: the scene's for the engine)", many=False)
+    _n(p, None, "particle count (default: the scene's for the engine)", nargs=None)
     p.add_argument("--frames", type=common.count_type, default=300, help="frames (300)")
     p.add_argument("--size", type=size_type, default=(1920, 1080), metavar="WxH",
                    help="frame size in pixels (1920x1080)")
@@ -251,7 +251,8 @@ def _mpi_wait_options(p) -> None:
 
 BENCHES = (
     Bench("engine", "the engine's step phases on a Plummer sphere or a galaxy scene, next to "
-                    "Bonsai (plain 'galaxyview bench')", _engine_options, _jobs("cmd_bench_engine")),
+                    "Bonsai (plain 'galaxyview bench')", _engine_options,
+          _jobs("cmd_bench_engine")),
     Bench("cpu", "the CPU engines (cpu, reference) and pytreegrav at equal median force error",
           _cpu_options, _jobs("cmd_bench_cpu")),
     Bench("hermite", "the GPU Hermite: force kernel rate by active-block size, and a 64k Plummer "
