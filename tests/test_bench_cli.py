@@ -228,3 +228,22 @@ def test_bench_mpi_wait_runs_on_every_rank():
     lines = [line for line in done.stdout.splitlines() if "last rank" in line]
     assert [line.split("  ")[0].strip() for line in lines] == ["polled", "watched Wait"]
     assert all(line.count(" us over") == 3 for line in lines)
+
+
+@pytest.mark.parametrize("which", [b for b in bench.BENCHES if b.module], ids=lambda b: b.name)
+def test_each_tool_bench_reads_only_its_subcommands_options(which):
+    """bench/<module>.py main(args, out), also of the benches that need a GPU: every args.X
+    it reads is an option of its subcommand."""
+    import argparse
+    import ast
+    import importlib
+
+    module = importlib.import_module(f"galaxyview.bench.{which.module}")
+    tree = ast.parse(open(module.__file__).read())
+    main_def = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    first = main_def.args.args[0].arg
+    read = {n.attr for n in ast.walk(main_def) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id == first}
+    p = argparse.ArgumentParser()
+    which.options(p)
+    assert read and read <= {a.dest for a in p._actions}

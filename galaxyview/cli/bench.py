@@ -1,8 +1,8 @@
 """`galaxyview bench BENCH`: one subcommand a benchmark (BENCHES), each with its own options.
 
 Adding a bench: a module in bench/ whose `main(args, out)` measures, writes its lines through
-out(line) and returns its figures, and one `Bench(...)` line in BENCHES (its options, and
-`_tool("module")` as its run). Plain `galaxyview bench` is `bench engine`; the flags that chose
+out(line) and returns its figures, and one `Bench(...)` line in BENCHES (its options and
+`module="name"`). Plain `galaxyview bench` is `bench engine`; the flags that chose
 a mode before there were subcommands (`--compare`, `--hermite`, `--hierarchical X`, `--scene` of
 a ring scene) still do, with a note naming the subcommand (`legacy`).
 """
@@ -55,7 +55,8 @@ class Bench:
     name: str
     help: str  # a line of `galaxyview bench --help`
     options: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    run: Callable[[argparse.Namespace], int] | None = None  # (None: module's main, _tool)
+    module: str | None = None  # bench/<module>.py, whose main(args, out) it runs
     gpu: bool = False  # the GPU engine only: a clear message where no GPU is usable
 
 
@@ -67,17 +68,15 @@ def _jobs(name: str) -> Callable:
     return run
 
 
-def _tool(module: str) -> Callable:
-    """The run of bench/<module>.py's main(args, out): its lines to stdout (stderr with
-    --json, then its figures as JSON)."""
-    def run(args) -> int:
-        bench = importlib.import_module(f"galaxyview.bench.{module}")
-        json = getattr(args, "json", False)
-        figures = bench.main(args, say if json else (lambda line: print(line, flush=True)))
-        if json:
-            print_json(figures)
-        return 0
-    return run
+def _tool(module: str, args) -> int:
+    """bench/<module>.py's main(args, out): its lines to stdout (stderr with --json, then its
+    figures as JSON)."""
+    bench = importlib.import_module(f"galaxyview.bench.{module}")
+    json = getattr(args, "json", False)
+    figures = bench.main(args, say if json else (lambda line: print(line, flush=True)))
+    if json:
+        print_json(figures)
+    return 0
 
 
 def _hierarchical(args) -> int:
@@ -264,18 +263,18 @@ BENCHES = (
     Bench("hierarchical", "the GPU's individual time steps: solution, mac or equilibrium",
           _hierarchical_options, _hierarchical, gpu=True),
     Bench("gpu-engine", "the GPU engine for its developers: per-phase CUDA-event medians, "
-                        "force error, next to Bonsai", _gpu_engine_options, _tool("gpu_engine"),
+                        "force error, next to Bonsai", _gpu_engine_options, module="gpu_engine",
           gpu=True),
     Bench("let", "a parallel rank's LET export beside its walk, on one GPU", _let_options,
-          _tool("let_beside"), gpu=True),
+          module="let_beside", gpu=True),
     Bench("domains", "the walks of K domains, one at a time on one GPU", _domains_options,
-          _tool("domain_walks"), gpu=True),
+          module="domain_walks", gpu=True),
     Bench("mpi-wait", "how late a rank learns that a collective is complete (under mpirun -n 2)",
-          _mpi_wait_options, _tool("mpi_wait")),
+          _mpi_wait_options, module="mpi_wait"),
     Bench("render", "the renderer, headless: rendering alone on Plummer spheres, whole frames "
-                    "on a scene", _render_options, _tool("render"), gpu=True),
+                    "on a scene", _render_options, module="render", gpu=True),
     Bench("movie", "recording: each stage alone, then whole recordings", _movie_options,
-          _tool("movie")),
+          module="movie"),
 )
 NAMES = tuple(b.name for b in BENCHES)
 
@@ -303,7 +302,7 @@ def run_bench(args) -> int:
             what = " ".join([bench.name, *([args.hierarchical] if bench.name == "hierarchical"
                                            else [])])
             raise GalaxyviewError(f"bench {what} needs a CUDA GPU: {reason}")
-    return bench.run(args)
+    return bench.run(args) if bench.run else _tool(bench.module, args)
 
 
 # the flags that chose a mode before there were subcommands: flag -> subcommand, the backends
