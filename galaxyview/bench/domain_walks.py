@@ -8,16 +8,14 @@ timed with CUDA events (medians). The one-GPU engine walks all particles for com
 a float64 direct sum on a sample checks the domains' forces (local + LETs). For the parallel
 engine's developers (docs/parallel.md, "The domains' walks on one GPU"):
 
-    python -m galaxyview.bench.domain_walks --n 16777216 --domains 2 4 [--scene NAME]
-        [--theta T] [--snap S] [--group-parts P] [--no-check] [--json F]
+    galaxyview bench domains --n 16777216 --domains 2 4 [--scene NAME]
+        [--theta T] [--snap S] [--group-parts P] [--no-check] [--json]
 
 --group-parts P walks each domain's LETs again in P ranges of its groups (a long tail's
 groups and their boxes).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 from time import perf_counter
 
@@ -296,32 +294,12 @@ def _state(scene: str | None, n: int):
     return sc.build(n), sc.params
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m galaxyview.bench.domain_walks",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1 << 22)
-    ap.add_argument("--domains", type=int, nargs="+", default=[2, 4])
-    ap.add_argument("--theta", type=float, default=0.75)
-    ap.add_argument("--scene", default=None)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--no-check", action="store_true",
-                    help="skip the float64 direct sums (minutes at 64M)")
-    ap.add_argument("--snap", type=float, default=None,
-                    help="the splitters' snap to coarse cells, a fraction of a part's weight "
-                         "(default: the engine's)")
-    ap.add_argument("--group-parts", type=int, default=0,
-                    help="walk each domain's LETs again in this many ranges of its groups")
-    ap.add_argument("--json", default=None)
-    a = ap.parse_args(argv)
+def main(a, out) -> dict:
+    """`galaxyview bench domains` (a: n, domains, theta, scene, repeats, no_check, snap,
+    group_parts): its lines to out(line) as they come; the figures."""
     t0 = perf_counter()
     state, params = _state(a.scene, a.n)
-    out = measure(state, params.with_(theta=a.theta), a.domains, a.repeats, not a.no_check,
-                  log=print, snap=a.snap, group_parts=a.group_parts)
-    print(f"({perf_counter() - t0:.0f} s)")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=2, default=float)
-
-
-if __name__ == "__main__":
-    main()
+    figures = measure(state, params.with_(theta=a.theta), a.domains, a.repeats, not a.no_check,
+                      log=out, snap=a.snap, group_parts=a.group_parts)
+    out(f"({perf_counter() - t0:.0f} s)")
+    return figures

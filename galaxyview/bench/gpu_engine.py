@@ -1,12 +1,11 @@
 """Measure the GPU engine: per-phase CUDA-event medians, interactions, walk TFLOP/s and force
 error, next to Bonsai's reference table (docs/gpu-engine.md). For the engine's developers:
 
-    python -m galaxyview.bench.gpu_engine --n 1048576 4194304 --theta 0.4 0.75 [--json F]
-    python -m galaxyview.bench.gpu_engine --selfcheck 65536   (a short run for compute-sanitizer)
+    galaxyview bench gpu-engine --n 1048576 4194304 --theta 0.4 0.75 [--json]
+    galaxyview bench gpu-engine --selfcheck 65536   (a short run for compute-sanitizer)
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -110,19 +109,13 @@ def selfcheck(n: int) -> list[str]:
     return lines
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m galaxyview.bench.gpu_engine",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, nargs="+", default=[2**20])
-    ap.add_argument("--theta", type=float, nargs="+", default=[0.4, 0.75])
-    ap.add_argument("--steps", type=int, default=7)
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--cpu-error", action="store_true", help="also the CPU tree's force error")
-    ap.add_argument("--selfcheck", type=int, default=0)
-    a = ap.parse_args(argv)
+def main(a, out) -> dict:
+    """`galaxyview bench gpu-engine` (a: n, theta, steps, cpu_error, selfcheck): its lines to
+    out(line) as they come; the figures."""
     if a.selfcheck:
-        print("\n".join(selfcheck(a.selfcheck)))
-        return
+        lines = selfcheck(a.selfcheck)
+        out("\n".join(lines))
+        return {"selfcheck": lines}
     from galaxyview.engines.gpu.engine import GPUEngine
 
     eng = GPUEngine(Params(theta=a.theta[0], eps=0.05, dt=1 / 16))
@@ -130,21 +123,15 @@ def main(argv=None) -> None:
     for n in a.n:
         t0 = time.perf_counter()
         state = plummer_sphere(n, np.random.default_rng(42))
-        print(f"# N={n}: initial conditions in {time.perf_counter() - t0:.1f} s", flush=True)
+        out(f"# N={n}: initial conditions in {time.perf_counter() - t0:.1f} s")
         for theta in a.theta:
             rows.append(measure(eng, state, theta, a.steps))
-            print(json.dumps(rows[-1]), flush=True)
+            out(json.dumps(rows[-1]))
     cpu = [cpu_error(t, eng) for t in a.theta] if a.cpu_error else []
     eng.close()
-    print(f"# device: {eng.device_name}")
-    print(table(rows))
+    out(f"# device: {eng.device_name}")
+    out(table(rows))
     for c in cpu:
-        print(f"# force error, N={c['n']}, theta={c['theta']}: CPU median {c['median']:.2e} "
+        out(f"# force error, N={c['n']}, theta={c['theta']}: CPU median {c['median']:.2e} "
               f"p99 {c['p99']:.2e}; GPU median {c['gpu_median']:.2e} p99 {c['gpu_p99']:.2e}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(dict(device=eng.device_name, rows=rows, cpu_error=cpu), f, indent=1)
-
-
-if __name__ == "__main__":
-    main()
+    return dict(device=eng.device_name, rows=rows, cpu_error=cpu)

@@ -1,4 +1,4 @@
-"""`galaxyview bench --hermite`: the GPU Hermite's force kernel rate by active-block size, and
+"""`galaxyview bench hermite`: the GPU Hermite's force kernel rate by active-block size, and
 star clusters advanced in N-body time (Plummer, equal masses, Henon units).
 
 Flops: 60 per acc + jerk interaction (Sapporo2's convention); the FP32 peak is the H100's

@@ -1,4 +1,4 @@
-"""`galaxyview bench --hierarchical`: individual (block) time steps against the shared step,
+"""`galaxyview bench hierarchical`: individual (block) time steps against the shared step,
 and the acceleration MAC against Bonsai's, on one engine.
 
 - time to solution: a scene advanced to t_end with the shared leapfrog at several dt and with

@@ -4,12 +4,9 @@ queued after the walk or beside it with some of the walk's blocks held back (non
 afterwards). CUDA-event medians: the walk, the export, and the export's end from the walk's
 start. For the parallel engine's developers (docs/parallel.md, "The export beside the walk"):
 
-    python -m galaxyview.bench.let_beside --n 4194304 --hold 0 4 8 16 64 [--json F]
+    galaxyview bench let --n 4194304 --hold 0 4 8 16 64 [--json]
 """
 from __future__ import annotations
-
-import argparse
-import json
 
 import numpy as np
 
@@ -80,23 +77,11 @@ def measure(n: int, holds: list[int], theta: float = 0.75, steps: int = 4) -> li
     return rows
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m galaxyview.bench.let_beside",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1 << 22)
-    ap.add_argument("--hold", type=int, nargs="+", default=[0, 4, 8, 16, 64])
-    ap.add_argument("--theta", type=float, default=0.75)
-    ap.add_argument("--json", default=None)
-    a = ap.parse_args(argv)
+def main(a, out) -> list[dict]:
+    """`galaxyview bench let` (a: n, hold, theta): a line a case to out(line); the rows."""
     rows = measure(a.n, a.hold, a.theta)
     for r in rows:
-        print(f"{r['case']:6s} hold {r['hold']:3d} of {r['blocks']}: walk {r['walk_ms']:6.2f} ms"
+        out(f"{r['case']:6s} hold {r['hold']:3d} of {r['blocks']}: walk {r['walk_ms']:6.2f} ms"
               f"  export {r['export_ms']:6.2f} ms  ends {r['export_end_ms']:6.2f} ms "
               "after the walk's start")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=2)
-
-
-if __name__ == "__main__":
-    main()
+    return rows

@@ -1,6 +1,6 @@
 """Recording benchmark: what each stage costs alone, then whole recordings.
 
-    python -m galaxyview.bench.movie mw-andromeda --n 1048576 --frames 300 --out DIR
+    galaxyview bench movie mw-andromeda --n 1048576 --frames 300 --out DIR
 
 Stages alone: engine steps; render + pixel read-back; the encoder fed frames from memory
 (per x264 preset). Then whole recordings (steps, draw, caption, encode; from the first step to
@@ -8,7 +8,6 @@ the renamed file), with the steps overlapped with read-back and without. JSON to
 """
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import time
@@ -53,35 +52,27 @@ def stage_costs(sim, renderer, frames: int, presets, out: Path, size) -> dict:
     return result
 
 
-def main(argv=None) -> int:
+def main(args, out_line) -> dict:
+    """`galaxyview bench movie` (args: scene, n, frames, size (w, h), theta, backend, device,
+    presets, record_presets, out): its lines to out_line(line) as they come; the report (also
+    written to out/bench.json)."""
     from galaxyview.render.offscreen import OffscreenRenderer
     from galaxyview.simulation import open_simulation
 
-    p = argparse.ArgumentParser(prog="python -m galaxyview.bench.movie")
-    p.add_argument("scene")
-    p.add_argument("--n", type=int, default=None)
-    p.add_argument("--frames", type=int, default=300)
-    p.add_argument("--size", default="1920x1080")
-    p.add_argument("--theta", type=float, default=0.75)
-    p.add_argument("--backend", default="auto")
-    p.add_argument("--presets", nargs="+", default=["veryfast", "fast", "medium"])
-    p.add_argument("--record-presets", nargs="+", default=["fast"])
-    p.add_argument("--out", default=".")
-    args = p.parse_args(argv)
-    size = tuple(int(v) for v in args.size.split("x"))
+    size = tuple(args.size)
     out = Path(args.out)
     t = time.perf_counter()
-    sim = open_simulation(args.scene, args.backend, args.n, theta=args.theta)
+    sim = open_simulation(args.scene, args.backend, args.n, theta=args.theta, device=args.device)
     setup_s = time.perf_counter() - t
     report = {"scene": sim.name, "n": sim.engine.n, "engine": sim.why, "size": size,
               "frames": args.frames, "theta": sim.engine.params.theta, "setup_s": setup_s,
               "host": platform.node(), "records": []}
-    print(f"{sim.name}: N = {sim.engine.n}, {sim.why}; set-up {setup_s:.1f} s", flush=True)
+    out_line(f"{sim.name}: N = {sim.engine.n}, {sim.why}; set-up {setup_s:.1f} s")
     renderer = OffscreenRenderer(*size)
     try:
         renderer.attach(sim.engine)
         report["stages"] = stage_costs(sim, renderer, args.frames, args.presets, out, size)
-        print(json.dumps(report["stages"], indent=1), flush=True)
+        out_line(json.dumps(report["stages"], indent=1))
         for preset in args.record_presets:
             for overlap in (True, False):
                 sim.reset()
@@ -96,7 +87,7 @@ def main(argv=None) -> int:
                        "spent_ms_per_frame": {k: v / res.frames * 1e3
                                               for k, v in res.phases_s.items()}}
                 report["records"].append(row)
-                print(json.dumps(row), flush=True)
+                out_line(json.dumps(row))
                 if overlap is False or preset != args.record_presets[0]:
                     path.unlink()
     finally:
@@ -104,10 +95,6 @@ def main(argv=None) -> int:
         sim.close()
     (out / "bench.json").write_text(json.dumps(report, indent=1, default=float))
     best = max(report["records"], key=lambda r: r["fps"])
-    print(f"best: {best['fps']:.1f} frames/s end to end ({best['preset']}, "
-          f"overlap={best['overlap']}); {np.round(best['wall_s'], 2)} s for {best['frames']}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    out_line(f"best: {best['fps']:.1f} frames/s end to end ({best['preset']}, "
+             f"overlap={best['overlap']}); {np.round(best['wall_s'], 2)} s for {best['frames']}")
+    return report

@@ -3,11 +3,10 @@ the last rank arriving 0, 0.2 and 1 ms late, waited for by polling with sleeps (
 lacks MPI_THREAD_MULTIPLE) and by the watched blocking Wait (mpi.Comm's default). Run it
 under mpirun (docs/parallel.md, "Never a hang"):
 
-    mpirun -n 2 python -m galaxyview.bench.mpi_wait [--loops 400]
+    mpirun -n 2 galaxyview bench mpi-wait [--loops 400]
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 from galaxyview.engines.parallel.mpi import Comm
@@ -31,18 +30,15 @@ def measure(comm: Comm, loops: int) -> dict[float, float]:
     return out
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m galaxyview.bench.mpi_wait",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--loops", type=int, default=400)
-    a = ap.parse_args(argv)
+def main(a, out) -> dict:
+    """`galaxyview bench mpi-wait` on every rank (a: loops): rank 0 writes a line a wait to
+    out(line); us over the delay, by wait and delay (ms)."""
+    figures = {}
     for name, poll in (("polled", True), ("watched Wait", False)):
         comm = Comm(timeout=60, poll=poll)
         got = measure(comm, a.loops)
+        figures[name] = {f"{d * 1e3:g}": us for d, us in got.items()}
         if comm.rank == 0:
-            print(f"{name:13s}" + "".join(f"  last rank {d * 1e3:g} ms late: {us:6.1f} us over"
-                                           for d, us in got.items()), flush=True)
-
-
-if __name__ == "__main__":
-    main()
+            out(f"{name:13s}" + "".join(f"  last rank {d * 1e3:g} ms late: {us:6.1f} us over"
+                                        for d, us in got.items()))
+    return figures

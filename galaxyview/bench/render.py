@@ -1,12 +1,11 @@
 """Renderer benchmark on the GPU machine (EGL, no Qt): rendering + interop alone on Plummer
 spheres, and whole frames (one engine step + rendering) on a scene; medians, JSON lines.
 
-    python -m galaxyview.bench.render --scene antennae --n 1048576 \
+    galaxyview bench render --scene antennae --n 1048576 \
         --render-n 1048576 4194304 --frames 100 --sweep --png frame.png --png-steps 600
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -90,22 +89,10 @@ def whole_frames(renderer: OffscreenRenderer, engine, frames: int) -> dict:
             "interop_ms_last": round(renderer.timings["upload"], 3)}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m galaxyview.bench.render", description=__doc__)
-    ap.add_argument("--scene", default="antennae")
-    ap.add_argument("--n", type=int, default=1_048_576,
-                    help="particles for whole frames (0: skip them)")
-    ap.add_argument("--theta", type=float, default=0.75)
-    ap.add_argument("--render-n", type=int, nargs="*", default=[1_000_000, 4_000_000])
-    ap.add_argument("--frames", type=int, default=60)
-    ap.add_argument("--size", default="1920x1080")
-    ap.add_argument("--sweep", action="store_true",
-                    help="also time vertex order, light buffer scale and sprite size")
-    ap.add_argument("--png", help="save a frame of the scene here")
-    ap.add_argument("--png-steps", type=int, default=0,
-                    help="steps to run (in batches, untimed) before the --png frame")
-    args = ap.parse_args(argv)
-    w, h = (int(v) for v in args.size.split("x"))
+def main(args, out_line) -> dict:
+    """`galaxyview bench render` (args: scene, n, theta, render_n, frames, size (w, h), sweep,
+    png, png_steps): a JSON line a result to out_line(line) as it comes; the figures."""
+    w, h = args.size
     out = {"size": [w, h]}
     renderer = OffscreenRenderer(w, h)
     out["render_only"] = []
@@ -115,10 +102,10 @@ def main(argv=None) -> int:
         out["render_only"].append(render_only(renderer, engine, n, args.frames))
         if args.sweep:
             out.setdefault("sweep", []).extend(sweep(
-                renderer, engine, args.frames // 2, lambda row: print(json.dumps(row), flush=True)))
+                renderer, engine, args.frames // 2, lambda row: out_line(json.dumps(row))))
         renderer.detach()
         engine.close()
-        print(json.dumps(out["render_only"][-1]), flush=True)
+        out_line(json.dumps(out["render_only"][-1]))
     if args.scene and args.n:
         from galaxyview.simulation import open_simulation
 
@@ -126,7 +113,7 @@ def main(argv=None) -> int:
         out["whole"] = {"scene": args.scene, "theta": args.theta,
                         "device": sim.engine.device_name,
                         **whole_frames(renderer, sim.engine, args.frames)}
-        print(json.dumps(out["whole"]), flush=True)
+        out_line(json.dumps(out["whole"]))
         if args.png:
             import imageio.v3 as iio
 
@@ -141,9 +128,4 @@ def main(argv=None) -> int:
         renderer.detach()
         sim.close()
     renderer.close()
-    print(json.dumps(out))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return out

@@ -1,4 +1,4 @@
-"""`galaxyview bench --scene saturn-a-ring`: a ring scene's step by phase (gravity with ghost
+"""`galaxyview bench rings`: a ring scene's step by phase (gravity with ghost
 boxes, collision search, collision resolve, integration) at several N, and the same patch in
 REBOUND (its tree gravity with ghost boxes and tree collisions, SEI, shear-periodic box) on
 this machine's CPU cores, for the speed-up."""

@@ -1,4 +1,4 @@
-"""`galaxyview bench --hierarchical solution|mac|equilibrium` (bench/hierarchical.py)."""
+"""`galaxyview bench hierarchical solution|mac|equilibrium` (bench/hierarchical.py)."""
 from __future__ import annotations
 
 import numpy as np

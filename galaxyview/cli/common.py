@@ -89,17 +89,31 @@ def device_type(text: str) -> int:
     return value
 
 
-def add_backend(parser: argparse.ArgumentParser) -> None:
+def add_backend(parser: argparse.ArgumentParser, procs: bool = True) -> None:
+    """--backend, --threads, --device and (procs) --procs, --gpus."""
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
                         help="engine: gpu (CUDA via pycuda), cpu (compiled with numba), "
                              "reference (numpy, the test oracle), or auto: the GPU when pycuda "
                              "and a CUDA device are usable, else cpu (default: auto)")
+    add_threads(parser)
+    add_device(parser)
+    if procs:
+        add_procs(parser)
+
+
+def add_threads(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=count_type, default=None, metavar="N",
                         help="threads of the CPU engines (default: $GALAXYVIEW_THREADS, else "
                              "every CPU)")
+
+
+def add_device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=device_type, default=0, metavar="N",
                         help="CUDA device number of the GPU engine, as nvidia-smi lists them "
                              "(default: 0)")
+
+
+def add_procs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--procs", type=count_type, default=None, metavar="K",
                         help="one simulation over K processes of this host (MPI: mpirun is "
                              "started for you; across hosts run mpirun yourself, see "

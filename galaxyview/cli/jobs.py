@@ -43,27 +43,19 @@ def cmd_accuracy(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
+def cmd_bench_engine(args) -> int:
+    """`galaxyview bench engine` (plain `bench`): the per-phase table."""
     from galaxyview.engines import PHASES, resolve_backend
     from galaxyview.bench.engine import bench_one
 
-    if args.hermite or args.hierarchical:
-        _need_gpu(args, "--hermite" if args.hermite else f"--hierarchical {args.hierarchical}")
-    if args.hermite:
-        return _bench_hermite(args)
-    if args.hierarchical:
-        from galaxyview.cli.bench_hierarchical import bench_hierarchical
-
-        return bench_hierarchical(args)
-    if args.compare:
-        return _bench_compare(args)
     scene = None
     if args.scene:
         from galaxyview.model.scene import load_scene
 
         scene = load_scene(args.scene)
         if scene.model == "ring":
-            return _bench_rings(args)
+            raise GalaxyviewError(f"{args.scene} is a ring scene: galaxyview bench rings "
+                                  f"--scene {args.scene} times its step")
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
     thetas = args.theta or [0.4, 0.75]
@@ -102,19 +94,7 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def _need_gpu(args, mode: str) -> None:
-    """bench's GPU-only modes: refuse another backend, and say so where no GPU is usable."""
-    from galaxyview.engines import gpu_unavailable_reason
-
-    if args.backend not in ("auto", "gpu"):
-        raise GalaxyviewError(f"bench {mode} times the GPU engine only; leave out --backend "
-                              f"{args.backend}")
-    reason = gpu_unavailable_reason(args.device)
-    if reason:
-        raise GalaxyviewError(f"bench {mode} needs a CUDA GPU: {reason}")
-
-
-def _bench_hermite(args) -> int:
+def cmd_bench_hermite(args) -> int:
     from galaxyview.bench import hermite
     ns = args.n or [1 << 14, 1 << 16, 1 << 18, 1 << 20]
     say("GPU Hermite: force kernel by active block, then a 64k Plummer for one time unit")
@@ -138,10 +118,14 @@ def _bench_hermite(args) -> int:
     return 0
 
 
-def _bench_rings(args) -> int:
+def cmd_bench_rings(args) -> int:
     from galaxyview.bench.rings import bench_rings
     from galaxyview.engines import resolve_backend
+    from galaxyview.model.scene import load_scene
 
+    if load_scene(args.scene).model != "ring":
+        raise GalaxyviewError(f"{args.scene} is not a ring scene: galaxyview bench engine "
+                              f"--scene {args.scene} times its step")
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([100_000, 1_000_000, 4_000_000] if kind == "gpu" else [4000])
     say(why)
@@ -169,12 +153,10 @@ def _bench_rings(args) -> int:
     return 0
 
 
-def _bench_compare(args) -> int:
+def cmd_bench_cpu(args) -> int:
     from galaxyview.bench.cpu import compare
     from galaxyview.engines import create_engine
 
-    if args.backend not in ("cpu", "auto"):
-        raise GalaxyviewError("--compare times the CPU engines: use it with --backend cpu")
     ns = args.n or [1 << 14, 1 << 16, 1 << 18]
     thetas = args.theta or [0.5, 0.75]
     engine, _ = create_engine("cpu")  # compiles first, with its progress line

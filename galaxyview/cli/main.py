@@ -53,61 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_backend(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
-    p = sub.add_parser("bench", help="time the engine's step phases on a Plummer sphere",
-                       description="Per-phase step times on a Plummer sphere (eps 0.05, dt 1/16, "
-                                   "tree rebuilt every step), medians after warm-up; walk "
-                                   "TFLOP/s by Bonsai's count (23 per p-p, 65 per p-c).")
-    p.add_argument("--n", type=common.count_type, nargs="+", default=None,
-                   help="particle counts (default: 65536 on the CPU, 1M 4M 16M on the GPU)")
-    p.add_argument("--theta", type=common.theta_type, nargs="+", default=None,
-                   help="opening angles (default: 0.4 0.75; with --compare 0.5 0.75)")
-    p.add_argument("--steps", type=common.count_type, default=9, help="timed steps (9)")
-    p.add_argument("--warmup", type=common.steps_type, default=2,
-                   help="untimed steps first (2)")
-    p.add_argument("--hermite", action="store_true",
-                   help="the GPU Hermite instead: force kernel rate by active-block size at "
-                        "each --n (default 16k 64k 256k 1M), and a 64k-star Plummer advanced "
-                        "one N-body time unit")
-    p.add_argument("--compare", action="store_true",
-                   help="the CPU engines (cpu, reference) and pytreegrav at equal median "
-                        "force error (default N: 16k 65k 262k)")
-    p.add_argument("--sample", type=common.count_type, default=1024,
-                   help="--compare: particles the force error is measured on (1024)")
-    p.add_argument("--hierarchical", choices=("solution", "mac", "equilibrium"),
-                   help="the GPU's individual time steps: 'solution' advances --scene to "
-                        "--until with the shared leapfrog at each --dt and the hierarchical one "
-                        "at --dt-max with each --eta (wall time, energy error); 'mac' times "
-                        "Bonsai's MAC (--theta) against the acceleration MAC (--alpha) at "
-                        "equal median force error; 'equilibrium' checks a Plummer sphere's "
-                        "Lagrangian radii over --until")
-    p.add_argument("--scene", default=None,
-                   help="--hierarchical: scene (mw-andromeda; 'plummer' for a Plummer "
-                        "sphere). Alone: a ring scene (saturn-a-ring, ring-equilibrium): its "
-                        "step by phase (gravity with ghost boxes, collision search and "
-                        "resolve, integrate) at each --n (default on the GPU 100k 1M 4M), and "
-                        "REBOUND's step on the same patch on this machine's CPU; any other "
-                        "scene (e.g. mw-andromeda): the Plummer table's phases on its "
-                        "particles, with its eps and dt")
-    p.add_argument("--rebound-steps", type=common.whole_number, default=3,
-                   help="--scene (a ring): REBOUND steps timed (3; 0: REBOUND not timed)")
-    p.add_argument("--rebound-max", type=common.count_type, default=1 << 20,
-                   help="--scene (a ring): the largest N REBOUND is timed at (1048576)")
-    p.add_argument("--until", type=common.positive_number, default=None,
-                   help="--hierarchical: N-body time to advance (default: 1 Gyr in the "
-                        "scene's units; 10 crossing times for equilibrium)")
-    p.add_argument("--dt", type=common.dt_type, nargs="+", default=None,
-                   help="--hierarchical solution: shared steps (default: the scene's, /2, /4)")
-    p.add_argument("--dt-max", type=common.dt_type, default=None,
-                   help="--hierarchical: the largest individual step (default: 2x the scene's)")
-    p.add_argument("--eta", type=common.eta_type, nargs="+", default=None,
-                   help="--hierarchical: time-step accuracies (default: 0.02 0.01)")
-    p.add_argument("--refit", type=common.positive_number, default=None, metavar="FRACTION",
-                   help="--hierarchical solution: also run each hierarchical case with tree "
-                        "refits up to this active fraction")
-    p.add_argument("--alpha", type=common.alpha_type, nargs="+", default=None,
-                   help="--hierarchical mac: relative MAC tolerances (default: 0.02 to 1e-4)")
-    common.add_backend(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    from galaxyview.cli import bench
+
+    bench.add_bench_parser(sub)
 
     sub.add_parser("scenes", help="list the shipped scenes",
                    description="List the shipped scenes, one line each.")
@@ -162,12 +110,23 @@ def _main(argv: list[str] | None) -> int:
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["view", *argv]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        from galaxyview.cli import bench
+
+        argv = bench.legacy(argv)  # (bench without a subcommand)
+    except GalaxyviewError as exc:
+        print(f"galaxyview: error: {exc}", file=sys.stderr)
+        return 2
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # (named by the innermost command, e.g. 'galaxyview bench cpu')
+        getattr(args, "parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         from galaxyview.cli import processes
         from galaxyview.engines import parallel
 
         k = processes.wanted(args)
+        if parallel.launched() and getattr(args, "every_rank", False):
+            return _exit_code(_command(args))  # (bench mpi-wait: collectives of its own)
         if parallel.launched():  # under mpirun: rank 0 runs the command, the others serve
             processes.check_launched(k)
             return processes.as_rank(lambda: _command(args),
@@ -210,9 +169,9 @@ def _command(args) -> int:
             from galaxyview.cli import record
 
             return record.run_record(args)
-        from galaxyview.cli import jobs, run
+        from galaxyview.cli import bench, jobs, run
 
-        handlers = {"run": run.cmd_run, "accuracy": jobs.cmd_accuracy, "bench": jobs.cmd_bench,
+        handlers = {"run": run.cmd_run, "accuracy": jobs.cmd_accuracy, "bench": bench.run_bench,
                     "scenes": jobs.cmd_scenes}
         return handlers[args.command](args)
     except GalaxyviewError as exc:

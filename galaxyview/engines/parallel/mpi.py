@@ -121,7 +121,7 @@ class Comm:
 
     def __init__(self, timeout: float | None = None, poll: bool = False):
         """poll: wait inside commands by polling, as where MPI lacks MPI_THREAD_MULTIPLE
-        (to compare: galaxyview.bench.mpi_wait)."""
+        (to compare: galaxyview bench mpi-wait)."""
         reason = unavailable_reason()
         if reason:
             raise EngineError(reason)
