@@ -175,9 +175,9 @@ def record_frames(engine, renderer, writer, options: RecordOptions, caption=None
                     options.camera_path.apply(camera, sim_time)
                 if overlap or i420:
                     renderer.render_frame()
-                    t2 = time.perf_counter()
                     if overlap and i + 1 < options.frames and options.steps_per_frame:
                         stepper.start()
+                    t2 = time.perf_counter()
                 else:
                     frame = renderer.draw()  # (render and read back)
                     t2 = time.perf_counter()
