@@ -79,7 +79,8 @@ def main(args, out_line) -> dict:
                 path = out / f"record-{preset}-{'overlap' if overlap else 'serial'}.mp4"
                 options = RecordOptions(args.frames, 30, size, preset=preset, overlap=overlap,
                                         overwrite=True).validate()
-                writer = MovieWriter(path, 30, size, overwrite=True, preset=preset)
+                writer = MovieWriter(path, 30, size, overwrite=True, preset=preset,
+                                     pixel_format="yuv420p")
                 res = record_simulation(sim, writer, options, renderer=renderer,
                                         show_progress=False)
                 row = {"preset": preset, "overlap": overlap, "frames": res.frames,

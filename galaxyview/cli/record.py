@@ -122,8 +122,9 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--crf", type=crf_type, default=18,
                    help="x264 quality, 0 (lossless) .. 51 (worst); 18 looks lossless (18)")
-    p.add_argument("--preset", choices=PRESETS, default="fast",
-                   help="x264 speed/size trade-off (fast)")
+    p.add_argument("--preset", choices=PRESETS, default="auto",
+                   help="x264 speed/size trade-off (auto: veryfast up to 2560x1440, "
+                        "superfast above)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -169,7 +170,8 @@ def run_record(args) -> int:
                                  frames=frames)
         else:
             writer = MovieWriter(args.output, options.fps, options.size, args.overwrite,
-                                 crf=options.crf, preset=options.preset)
+                                 crf=options.crf, preset=options.preset,
+                                 pixel_format="yuv420p")  # converted on the GPU
         from galaxyview.simulation import open_simulation
 
         with making_bar() as made:

@@ -1,7 +1,8 @@
 """Captions burnt into movie frames: scene name and simulation time, bottom left.
 
-Text is rasterised with Pillow (imageio's own dependency) into a coverage mask and blended
-onto the frame in numpy, with a dark outline so it reads on bright and dark regions alike.
+Text is rasterised with Pillow (imageio's own dependency) into a coverage mask, with a dark
+outline so it reads on bright and dark regions alike; blended onto an RGB frame in numpy
+(draw_caption), or handed to the GPU as an Overlay composed while the frame becomes I420.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from galaxyview.errors import GalaxyviewError
+from galaxyview.render.yuv import Overlay
 
 
 def caption_text(name: str, time_nbody: float, time_myr_per_unit: float | None,
@@ -36,37 +38,70 @@ def _font(px: int):
         return ImageFont.load_default()
 
 
-def text_mask(text: str, px: int) -> np.ndarray:
-    """Coverage (h, w) float32 in [0, 1] of `text` at about `px` pixels high."""
+@lru_cache(maxsize=64)
+def _word(word: str, px: int) -> np.ndarray:
+    """Coverage of one word drawn at (0, 0): rows from the line's top, uint8."""
     from PIL import Image, ImageDraw
 
     font = _font(px)
-    left, top, right, bottom = font.getbbox(text)
+    _, _, right, bottom = font.getbbox(word)
     image = Image.new("L", (max(1, right), max(1, bottom)))
-    ImageDraw.Draw(image).text((0, 0), text, fill=255, font=font)
-    return np.asarray(image, dtype=np.float32)[top:, left:] / 255.0
+    ImageDraw.Draw(image).text((0, 0), word, fill=255, font=font)
+    return np.asarray(image)
 
 
-def draw_caption(rgb: np.ndarray, text: str) -> np.ndarray:
-    """Blend white `text` with a dark outline into the bottom-left corner of rgb (in place)."""
-    height, width = rgb.shape[:2]
+def text_mask(text: str, px: int) -> np.ndarray:
+    """Coverage (h, w) float32 in [0, 1] of `text` at about `px` pixels high."""
+    return text_coverage(text, px).astype(np.float32) / 255.0
+
+
+def text_coverage(text: str, px: int) -> np.ndarray:
+    """Coverage (h, w) uint8 of `text` at about `px` pixels high. Words are drawn once and
+    kept (a caption changes only in its time), each placed at its advance in the line."""
+    font = _font(px)
+    left, top, right, bottom = font.getbbox(text)
+    line = np.zeros((max(1, bottom), max(1, right)), np.uint8)
+    start = 0
+    for word in text.split(" "):
+        if word:
+            x = int(round(font.getlength(text[:start]))) if start else 0
+            glyphs = _word(word, px)[:line.shape[0], :max(0, line.shape[1] - x)]
+            h, w = glyphs.shape
+            np.maximum(line[:h, x:x + w], glyphs, out=line[:h, x:x + w])
+        start += len(word) + 1
+    return line[top:, left:]
+
+
+def caption_overlay(text: str, width: int, height: int) -> Overlay | None:
+    """The caption of a width x height frame: white glyphs (mask) with a dark outline (the
+    mask dilated by one pixel), bottom left; None where the frame is too small for it."""
     px = max(12, height // 27)
-    mask = text_mask(text, px)
+    mask = text_coverage(text, px)
     margin = max(4, px // 2)
     h = min(mask.shape[0], height - 2 * margin - 2)
     w = min(mask.shape[1], width - 2 * margin - 2)
     if h <= 0 or w <= 0:
-        return rgb
-    mask = mask[:h, :w]
-    # outline: the mask dilated by one pixel in each direction
-    outline = np.zeros((h + 2, w + 2), np.float32)
+        return None
+    glyphs = np.zeros((h + 2, w + 2), np.uint8)
+    glyphs[1:h + 1, 1:w + 1] = mask[:h, :w]
+    outline = np.zeros((h + 2, w + 2), np.uint8)
     for dy in range(3):
         for dx in range(3):
-            np.maximum(outline[dy:dy + h, dx:dx + w], mask, out=outline[dy:dy + h, dx:dx + w])
-    y0, x0 = height - margin - h - 1, margin - 1
-    region = rgb[y0:y0 + h + 2, x0:x0 + w + 2, :3].astype(np.float32)
+            np.maximum(outline[dy:dy + h, dx:dx + w], mask[:h, :w],
+                       out=outline[dy:dy + h, dx:dx + w])
+    return Overlay(glyphs, outline, margin - 1, height - margin - h - 1)
+
+
+def draw_caption(rgb: np.ndarray, text: str) -> np.ndarray:
+    """Blend white `text` with a dark outline into the bottom-left corner of rgb (in place);
+    the same composition as the GPU's (render/yuv.py, shaders/yuv420.frag)."""
+    over = caption_overlay(text, rgb.shape[1], rgb.shape[0])
+    if over is None:
+        return rgb
+    h, w = over.mask.shape
+    region = rgb[over.y:over.y + h, over.x:over.x + w, :3].astype(np.float32)
+    outline, mask = (c.astype(np.float32) / 255.0 for c in (over.outline, over.mask))
     region *= (1.0 - 0.8 * outline)[..., None]  # darken under and around the glyphs
-    inner = region[1:h + 1, 1:w + 1]
-    inner += (255.0 - inner) * mask[..., None]  # then white glyphs
-    rgb[y0:y0 + h + 2, x0:x0 + w + 2, :3] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
+    region += (255.0 - region) * mask[..., None]  # then white glyphs
+    rgb[over.y:over.y + h, over.x:over.x + w, :3] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
     return rgb

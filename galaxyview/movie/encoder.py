@@ -25,7 +25,18 @@ from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path, open_temp, remove_quietly
 
 SUFFIXES = (".mp4",)
-PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower")
+PIXEL_FORMATS = ("rgb24", "yuv420p")
+PRESETS = ("auto", "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow",
+           "slower")
+AUTO_LARGE = 2560 * 1440  # "auto": veryfast up to this many pixels, superfast above
+
+
+def auto_preset(size) -> str:
+    """x264's preset for "auto": veryfast (OBS Studio's default for recording) up to 2560x1440,
+    superfast for larger frames: x264's work grows with the pixels, and with veryfast a 4K
+    movie stays under 30 frames/s on 16 cores (docs/recording.md)."""
+    width, height = size
+    return "veryfast" if width * height <= AUTO_LARGE else "superfast"
 _STOP = object()
 
 
@@ -121,6 +132,18 @@ def rgb_frame(rgb, size, copy: bool = True) -> np.ndarray:
     return rgb.copy() if copy else np.ascontiguousarray(rgb)
 
 
+def i420_frame(i420, size, copy: bool = True) -> np.ndarray:
+    """Flat I420 bytes (W x H luma, then the two W/2 x H/2 chroma planes) of `size`; MovieError
+    for another length or type."""
+    i420 = np.asarray(i420)
+    width, height = size
+    want = width * height * 3 // 2
+    if i420.dtype != np.uint8 or i420.ndim != 1 or i420.size != want:
+        raise MovieError(f"a yuv420p frame of {width}x{height} must be {want} uint8 bytes, got "
+                         f"shape {i420.shape} {i420.dtype}")
+    return i420.copy() if copy else np.ascontiguousarray(i420)
+
+
 def put_frame(frames: queue.Queue, frame, raise_if_failed) -> None:
     """Queue `frame` for a writer thread, raising its failure (raise_if_failed) meanwhile."""
     while True:
@@ -140,8 +163,12 @@ class MovieWriter:
     fps: frames per second of the movie (whole number, 1..240).
     size: (width, height), both even.
     crf: x264 constant rate factor (0 lossless .. 51; 18 looks lossless for most content).
-    preset: x264 speed/size trade-off (faster presets make bigger files).
+    preset: x264 speed/size trade-off (faster presets make bigger files); "auto": by the
+        frame's size (auto_preset).
     queue_frames: frames waiting for the encoder before add_frame blocks.
+    pixel_format: what add_frame takes: "rgb24" (RGB images; ffmpeg converts them) or
+        "yuv420p" (flat I420 bytes, BT.709 limited range, as OffscreenRenderer.read_i420 and
+        render.yuv.i420_from_rgb make them: x264 takes them as they are).
 
     add_frame() copies the frame (unless copy=False), so the caller may reuse its buffer.
     close() finishes the movie and renames it to `path`; abort() discards it. As a context
@@ -149,11 +176,17 @@ class MovieWriter:
     """
 
     def __init__(self, path, fps: int = 30, size=(1920, 1080), overwrite: bool = False, *,
-                 crf: int = 18, preset: str = "fast", queue_frames: int = 8):
+                 crf: int = 18, preset: str = "auto", queue_frames: int = 8,
+                 pixel_format: str = "rgb24"):
         self.fps = check_fps(fps)
         self.size = check_size(size)
+        if pixel_format not in PIXEL_FORMATS:
+            raise MovieError(f"unknown pixel format {pixel_format!r}; choose one of "
+                             f"{', '.join(PIXEL_FORMATS)}")
+        self.pixel_format = pixel_format
         if preset not in PRESETS:
             raise MovieError(f"unknown x264 preset {preset!r}; choose one of {', '.join(PRESETS)}")
+        self.preset = auto_preset(self.size) if preset == "auto" else preset
         if isinstance(crf, bool) or not isinstance(crf, int) or not 0 <= crf <= 51:
             raise MovieError(f"crf must be a whole number in 0..51, got {crf!r}")
         self.path = check_output(path, overwrite)
@@ -168,7 +201,7 @@ class MovieWriter:
         os.close(fd)
         try:
             self._proc = subprocess.Popen(
-                self._command(ffmpeg, crf, preset), stdin=subprocess.PIPE,
+                self._command(ffmpeg, crf, self.preset), stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 start_new_session=True)  # Ctrl-C reaches Python only
         except OSError as exc:
@@ -184,14 +217,17 @@ class MovieWriter:
 
     # -- public --------------------------------------------------------------------------------
     def add_frame(self, rgb, copy: bool = True) -> None:
-        """Queue one frame: (H, W, 3) or (H, W, 4) uint8 (alpha dropped), H, W = size[1], size[0].
+        """Queue one frame: (H, W, 3) or (H, W, 4) uint8 (alpha dropped), H, W = size[1], size[0];
+        with pixel_format "yuv420p", flat I420 bytes of the movie's size instead.
 
-        copy=False hands a contiguous RGB array over without a copy: the caller must not touch
-        it afterwards.
+        copy=False hands a contiguous array over without a copy: the caller must not touch it
+        afterwards.
         """
         if self._closed:
             raise MovieError(f"{self.path}: the movie is already closed")
-        put_frame(self._queue, rgb_frame(rgb, self.size, copy), self._raise_if_failed)
+        frame = (i420_frame(rgb, self.size, copy) if self.pixel_format == "yuv420p"
+                 else rgb_frame(rgb, self.size, copy))
+        put_frame(self._queue, frame, self._raise_if_failed)
 
     def close(self) -> Path:
         """Encode the queued frames, finish the file and rename it to `path`; return `path`.
@@ -241,11 +277,14 @@ class MovieWriter:
     # -- internals -----------------------------------------------------------------------------
     def _command(self, ffmpeg: str, crf: int, preset: str) -> list[str]:
         width, height = self.size
+        convert = (["-vf", "setparams=range=tv:colorspace=bt709:color_primaries=bt709:"
+                           "color_trc=bt709"]  # already BT.709: tagged, not converted
+                   if self.pixel_format == "yuv420p"
+                   else ["-vf", "scale=out_color_matrix=bt709:out_range=tv"])
         return [
             ffmpeg, "-hide_banner", "-loglevel", "error", "-y",
-            "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}",
-            "-r", str(self.fps), "-i", "-", "-an",
-            "-vf", "scale=out_color_matrix=bt709:out_range=tv",
+            "-f", "rawvideo", "-pix_fmt", self.pixel_format, "-s", f"{width}x{height}",
+            "-r", str(self.fps), "-i", "-", "-an", *convert,
             "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
             "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709",
             "-color_range", "tv", "-movflags", "+faststart", "-f", "mp4", str(self.temp_path),

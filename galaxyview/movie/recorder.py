@@ -1,6 +1,8 @@
 """Headless movie recording: step the engine, draw offscreen, caption, encode.
 
-One frame = `steps_per_frame` steps, one draw (one pixel read-back) and one add_frame; the
+One frame = `steps_per_frame` steps, one draw (one pixel read-back) and one add_frame; for an
+mp4 the frame is converted to I420 with its caption on the GPU (render/yuv.py) and read back as
+such, for PNG frames it is read as RGB and captioned on the host. The
 encoder runs in its own thread and process, so encoding overlaps with the next frame's steps
 and draw. Frame i shows the state after i * steps_per_frame steps (frame 0 is the initial state).
 Nothing here is random: the same scene, seed, parameters and engine give the same frames.
@@ -19,7 +21,7 @@ from galaxyview.errors import GalaxyviewError, ParameterError
 from galaxyview.interrupt import Interrupt
 from galaxyview.model.state import Component, Selection
 from galaxyview.model.units import in_seconds
-from galaxyview.movie.caption import caption_text, draw_caption
+from galaxyview.movie.caption import caption_overlay, caption_text, draw_caption
 from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_size
 from galaxyview.progress import bar as progress_bar
 from galaxyview.render import rings
@@ -39,7 +41,7 @@ class RecordOptions:
     caption: bool = False
     overwrite: bool = False
     crf: int = 18
-    preset: str = "fast"
+    preset: str = "auto"  # x264's: movie/encoder.py auto_preset
     overlap: bool = True  # step in a thread during read-back (False: one thing at a time)
     camera_path: object = None  # a render.camera_path.CameraPath: the camera at each frame's time
     projection: Projection = field(default_factory=Projection)  # render/projections
@@ -147,6 +149,11 @@ def record_frames(engine, renderer, writer, options: RecordOptions, caption=None
     camera = renderer.camera
     d_azimuth = ORBIT_DEG_PER_S / options.fps if options.camera == "orbit" else 0.0
     overlap = options.overlap and hasattr(renderer, "render_frame") and hasattr(renderer, "read")
+    # frames for a yuv420p writer converted (and captioned) on the GPU: half the bytes to read
+    i420 = getattr(writer, "pixel_format", "rgb24") == "yuv420p"
+    if i420 and not hasattr(renderer, "read_i420"):
+        raise ParameterError("this renderer makes RGB frames: give the movie writer "
+                             "pixel_format='rgb24'")
     stepper = _Stepper(engine, options.steps_per_frame)
     spent = {"step_wait": 0.0, "render": 0.0, "read": 0.0, "caption": 0.0, "encode_wait": 0.0}
     done, interrupted, failure = 0, False, None
@@ -166,23 +173,33 @@ def record_frames(engine, renderer, writer, options: RecordOptions, caption=None
                 sim_time = engine.time  # of this frame (the stepper may run on during read-back)
                 if options.camera_path is not None:
                     options.camera_path.apply(camera, sim_time)
-                if overlap:
+                if overlap or i420:
                     renderer.render_frame()
-                    t2 = time.perf_counter()
-                    if i + 1 < options.frames and options.steps_per_frame:
+                    if overlap and i + 1 < options.frames and options.steps_per_frame:
                         stepper.start()
-                    rgb = renderer.read()
-                else:
-                    rgb = renderer.draw()
                     t2 = time.perf_counter()
-                t3 = time.perf_counter()
-                if caption is not None:
-                    draw_caption(rgb, caption(sim_time))
-                t4 = time.perf_counter()
-                writer.add_frame(rgb, copy=False)
+                else:
+                    frame = renderer.draw()  # (render and read back)
+                    t2 = time.perf_counter()
+                text = caption(sim_time) if caption is not None else None
+                if i420:  # the caption composed on the GPU as the frame becomes I420
+                    over = caption_overlay(text, *options.size) if text else None
+                    t3 = time.perf_counter()
+                    frame = renderer.read_i420(over)
+                    t4 = time.perf_counter()
+                    read_s, caption_s = t4 - t3, t3 - t2
+                else:
+                    if overlap:
+                        frame = renderer.read()
+                    t3 = time.perf_counter()
+                    if text:
+                        draw_caption(frame, text)
+                    t4 = time.perf_counter()
+                    read_s, caption_s = t3 - t2, t4 - t3
+                writer.add_frame(frame, copy=False)
                 t5 = time.perf_counter()
                 done += 1
-                for key, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                for key, dt in zip(spent, (t1 - t0, t2 - t1, read_s, caption_s, t5 - t4)):
                     spent[key] += dt
                 if progress is not None:
                     progress(done, sim_time)

@@ -6,6 +6,7 @@ benchmarks): EGL on the NVIDIA driver, otherwise Mesa's EGL without a display.
     r.camera.orbit(0.5)         # camera: fit(), orbit(), zoom(), pan(), follow(point), fixed()
     r.look.exposure = 2.0       # Look: point_size, exposure, colour_mode, tone_map, boxes
     rgb = r.draw()              # (1080, 1920, 3) uint8
+    i420 = r.read_i420()        # the same frame as yuv420p bytes, for the encoder
     r.close()
 """
 from __future__ import annotations
@@ -22,8 +23,9 @@ from galaxyview.render.camera import Camera
 from galaxyview.render.headless import headless_canvas, made_current
 from galaxyview.render.look import Look
 from galaxyview.render.interop import read_gl_buffer
-from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer
+from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, load_shader
 from galaxyview.render.sources import make_source
+from galaxyview.render.yuv import I420Pass, Overlay
 
 MAX_SIZE = 8192
 
@@ -44,10 +46,12 @@ class OffscreenRenderer:
         self._canvas = headless_canvas(*self.size)
         with made_current(self._canvas):
             self._renderer = ParticleRenderer(look or Look())
-            self._target = gloo.FrameBuffer(color=gloo.RenderBuffer(self.size[::-1],
-                                                                    format="color"))
+            self._frame = gloo.Texture2D(shape=self.size[::-1] + (4,), format="rgba",
+                                         internalformat="rgba8", interpolation="nearest")
+            self._target = gloo.FrameBuffer(color=self._frame)
             self._canvas.context.flush_commands()
         self._boxes_key = None
+        self._i420 = None  # the I420 pass (render/yuv.py), made on first use
 
     @property
     def look(self) -> Look:
@@ -122,6 +126,19 @@ class OffscreenRenderer:
         self.timings["read"] = (time.perf_counter() - t0) * 1e3
         return np.ascontiguousarray(rgb[..., :3])
 
+    def read_i420(self, overlay: Overlay | None = None) -> np.ndarray:
+        """The last rendered frame, with `overlay` (a caption) composed, as flat I420 bytes
+        (yuv420p, BT.709, limited range: render/yuv.py), converted on the GPU."""
+        t0 = time.perf_counter()
+        with made_current(self._canvas):
+            if self._i420 is None:
+                self._i420 = I420Pass(*self.size, load_shader("tonemap.vert"),
+                                      load_shader("yuv420.frag"))
+            self._i420.convert(self._frame, overlay)
+            frame = self._i420.read(self._canvas.context)
+        self.timings["read"] = (time.perf_counter() - t0) * 1e3
+        return frame
+
     def read_vertices(self) -> np.ndarray:
         """The particle vertex buffer read back through GL (VERTEX_DTYPE): tests, debugging."""
         r = self._renderer
@@ -138,6 +155,8 @@ class OffscreenRenderer:
         if self._canvas is not None:
             self.detach()
             with made_current(self._canvas):
+                if self._i420 is not None:
+                    self._i420.close()
                 self._canvas.close()
             self._canvas = None
 
