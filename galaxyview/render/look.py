@@ -1,8 +1,10 @@
-"""How particles look: sprite size, exposure, colouring, tone mapping and the octree overlay.
+"""How particles look: sprite size, exposure, colouring, tone mapping, bloom and the octree overlay.
 
-The one definition of the colours both draw paths use (GL sprites in shaders/particles.vert,
-the CUDA splat in kernels/render_splat.cu): per-component colours and weights, the galaxy
-palette, and colour maps from vispy.color sampled into LUT_SIZE entries (colour_lut)."""
+The one definition of the colours the three draw paths use (GL sprites in
+shaders/particles.vert, the host splat in light/kernel.py, the CUDA splat in
+kernels/render_splat.cu): per-component colours and weights, the stellar population colours,
+the galaxy palette, and colour maps from vispy.color sampled into LUT_SIZE entries
+(colour_lut)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -15,8 +17,8 @@ from galaxyview.light.device import LUT_SIZE  # render_splat.cu's colour map ent
 from galaxyview.model.params import TREE_MAX_LEVEL as MAX_TREE_LEVEL
 from galaxyview.model.state import Component
 
-# by component colour; by galaxy of origin; the rest through the colour map
-COLOUR_MODES = ("component", "galaxy", "speed", "potential", "energy", "density", "mass", "vz",
+# by component colour; by galaxy of origin; by stellar population; the rest through the map
+COLOUR_MODES = ("component", "galaxy", "population", "speed", "potential", "energy", "density", "mass", "vz",
                 "z")
 COLOUR_MAPS = ("viridis", "inferno", "magma", "fire", "ice", "coolwarm", "cubehelix", "hot")
 # galaxies of origin 0..7 (more wrap around): distinct hues of even brightness
@@ -33,6 +35,19 @@ COMPONENT_COLOURS = {
     Component.SATELLITE: (1.00, 0.45, 0.35, 1.0),
     Component.STAR: (1.00, 0.92, 0.80, 1.0),
 }
+# Per component, the colour of its stars (linear RGB; the weights are COMPONENT_COLOURS'): the
+# bulge's old K and G giants orange-yellow, the disk's young O, B and A stars blue-white, a
+# satellite's old population yellow-orange, a star cluster's mixed one (Sun-like) pale yellow;
+# the dark halo as in the component colours (faint).
+POPULATION_COLOURS = {
+    Component.DISK: (0.62, 0.76, 1.00),
+    Component.BULGE: (1.00, 0.66, 0.32),
+    Component.HALO: (0.45, 0.30, 0.75),
+    Component.BLACK_HOLE: (1.00, 1.00, 1.00),
+    Component.SATELLITE: (1.00, 0.76, 0.45),
+    Component.STAR: (1.00, 0.86, 0.66),
+}
+BY_COMPONENT = ("component", "population")  # modes coloured by the component code alone
 
 
 @dataclass
@@ -42,7 +57,8 @@ class Look:
     point_size: sprite diameter in pixels (the gaussian profile fades to the edge);
     exposure: multiplies the accumulated light before tone mapping;
     colour_mode: 'component' (disk, bulge, halo, black hole, satellite), 'galaxy' (of origin),
-    or through colour_map: 'speed', 'potential', 'energy' (specific binding energy
+    'population' (the colour of each component's stars: old bulge warm, young disk
+    blue-white, dark halo faint), or through colour_map: 'speed', 'potential', 'energy' (specific binding energy
     v^2/2 + phi), 'density' (log10 of the local density from the tree, model/density.py) or
     'mass' (log10 of the particle mass: star clusters with an IMF);
     colour_map: a vispy.color map name (COLOUR_MAPS);
@@ -117,6 +133,13 @@ def colour_lut(name: str) -> np.ndarray:
 
 
 def mode_code(mode: str) -> int:
-    """How the shader and the splat kernel colour: 0 by component, 1 by galaxy (the vertex
-    value is the galaxy index), 2 through the colour map (the vertex value, scaled by range)."""
-    return {"component": 0, "galaxy": 1}.get(mode, 2)
+    """How the shader and the splat kernels colour: 0 by component, 1 by galaxy (the vertex
+    value is the galaxy index), 2 through the colour map (the vertex value, scaled by range),
+    3 by stellar population (the component's POPULATION_COLOURS)."""
+    return {"component": 0, "galaxy": 1, "population": 3}.get(mode, 2)
+
+
+def table(colours: dict, fallback, width: int) -> np.ndarray:
+    """(8, width) float32 rows of a per-component table for component codes 0..7 (codes
+    without an entry take `fallback`'s)."""
+    return np.array([colours.get(c, colours[fallback])[:width] for c in range(8)], np.float32)

@@ -11,8 +11,8 @@ from galaxyview.light.kernel import EQUIRECT
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
 from galaxyview.render.camera import Camera
-from galaxyview.render.look import (COMPONENT_COLOURS, GALAXY_COLOURS, TONE_MAPS, Look,
-                                    colour_lut, mode_code)
+from galaxyview.render.look import (COMPONENT_COLOURS, GALAXY_COLOURS, POPULATION_COLOURS,
+                                    TONE_MAPS, Look, colour_lut, mode_code, table)
 from galaxyview.resources import shaders_dir
 
 # One vertex per particle; kernels/render_pack.cu writes the same 6 floats. a_value: what the
@@ -90,10 +90,13 @@ class ParticleRenderer:
         self._boxes = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
         self._outline = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
         self._outline_box = None
+        components = table(COMPONENT_COLOURS, Component.STAR, 4)
+        populations = table(POPULATION_COLOURS, Component.STAR, 3)
         for code in range(8):
-            rgba = COMPONENT_COLOURS.get(code, COMPONENT_COLOURS[Component.STAR])
+            rgba = tuple(float(c) for c in components[code])
             self._points[f"u_component[{code}]"] = rgba
             self._points[f"u_galaxy[{code}]"] = GALAXY_COLOURS[code]
+            self._points[f"u_population[{code}]"] = tuple(float(c) for c in populations[code])
             self._spheres[f"u_component[{code}]"] = rgba[:3]
         self._lut_name = self._sphere_lut = None
         self.vbo = None
