@@ -48,6 +48,16 @@ def seconds_type(text: str) -> float:
     return value
 
 
+def fraction_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
 def crf_type(text: str) -> int:
     value = common.whole_number(text)
     if not 0 <= value <= 51:
@@ -108,7 +118,8 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     look.add_argument("--look", metavar="FILE.toml",
                       help="a look saved from the window (File > Save look…)")
     look.add_argument("--colour", choices=COLOUR_MODES,
-                      help="colour by: component, galaxy of origin, speed, potential, binding "
+                      help="colour by: component, galaxy of origin, stellar population (old "
+                           "bulge warm, young disk blue-white), speed, potential, binding "
                            "energy, local density or mass (a star cluster's IMF) (component)")
     look.add_argument("--colour-map", choices=COLOUR_MAPS,
                       help="the colour map of the colourings by value (viridis)")
@@ -119,6 +130,12 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     look.add_argument("--tone-map", choices=TONE_MAPS,
                       help="exp, reinhard (both keep dense cores from burning out) or linear "
                            "(exp)")
+    look.add_argument("--bloom", type=fraction_type, metavar="S",
+                      help="a glow around the brightest light: the fraction 0..1 of the light "
+                           "above the tone map's knee spread into a gaussian around it (0: off)")
+    look.add_argument("--bloom-radius", type=common.positive_number, metavar="PX",
+                      help="the glow's gaussian sigma in pixels of a 1080-line frame, "
+                           "0.5..32 (8)")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--crf", type=crf_type, default=18,
                    help="x264 quality, 0 (lossless) .. 51 (worst); 18 looks lossless (18)")
@@ -137,7 +154,8 @@ def record_look(args) -> Look:
         changes = load_look(args.look)
     for key, value in (("colour_mode", args.colour), ("colour_map", args.colour_map),
                        ("exposure", args.exposure), ("point_size", args.point_size),
-                       ("tone_map", args.tone_map)):
+                       ("tone_map", args.tone_map), ("bloom", args.bloom),
+                       ("bloom_radius", args.bloom_radius)):
         if value is not None:
             changes[key] = value
     return Look(**changes)

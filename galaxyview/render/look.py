@@ -69,7 +69,10 @@ class Look:
     'vz' and 'z': vertical velocity and height (rings);
     spheres: draw particles as depth-tested shaded spheres at their radius (ring scenes), not
     as light; ghosts: with spheres, also the periodic images (the renderer's ghost_offsets);
-    sheet_box: (Lx, Ly) of a ring's box, outlined with the spheres.
+    sheet_box: (Lx, Ly) of a ring's box, outlined with the spheres;
+    bloom: the glow of the brightest light (render/bloom.py), the fraction 0..1 of the light
+    above the tone map's knee moved into a gaussian around it (0: off, the frame untouched);
+    bloom_radius: the gaussian's sigma in pixels of a 1080-line frame (scaled with the frame).
     """
 
     point_size: float = 3.0
@@ -84,6 +87,8 @@ class Look:
     spheres: bool = False
     ghosts: bool = False
     sheet_box: tuple | None = None  # (Lx, Ly): with spheres, the ring's box is outlined
+    bloom: float = 0.0
+    bloom_radius: float = 8.0
 
     def __post_init__(self):
         self.validate()
@@ -96,6 +101,11 @@ class Look:
         if self.colour_mode not in COLOUR_MODES:
             raise ParameterError(f"colour_mode must be one of {', '.join(COLOUR_MODES)}, "
                                  f"got {self.colour_mode!r}")
+        if not 0 <= float(self.bloom) <= 1:
+            raise ParameterError(f"bloom must be in [0, 1] (0: off), got {self.bloom!r}")
+        if not 0.5 <= float(self.bloom_radius) <= 32:
+            raise ParameterError(f"bloom_radius must be in [0.5, 32] pixels (of a 1080-line "
+                                 f"frame), got {self.bloom_radius!r}")
         if self.tone_map not in TONE_MAPS:
             raise ParameterError(f"tone_map must be one of {', '.join(TONE_MAPS)}, "
                                  f"got {self.tone_map!r}")
