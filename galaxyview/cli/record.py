@@ -113,6 +113,12 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     common.add_backend(p)
     common.add_physics(p)
     p.add_argument("--caption", action="store_true", help="burn in the scene name and the time")
+    p.add_argument("--labels", action="store_true",
+                   help="burn in the galaxies' names at their centres of mass")
+    p.add_argument("--scale-bar", action="store_true",
+                   help="burn in a scale bar in the scene's length unit (kpc), its length at "
+                        "the camera's focus distance (perspective only: none in the other "
+                        "projections)")
     look = p.add_argument_group("look", "the look file's settings, or the window's defaults, "
                                         "changed by these")
     look.add_argument("--look", metavar="FILE.toml",
@@ -179,7 +185,8 @@ def run_record(args) -> int:
         options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame or 1,
                                 args.camera,
                                 args.caption, args.overwrite, args.crf, args.preset,
-                                camera_path=camera_path, projection=projection).validate()
+                                camera_path=camera_path, projection=projection,
+                                labels=args.labels, scale_bar=args.scale_bar).validate()
         # the output is checked (and its temporary file made) before any simulation work
         if args.png_dir or str(args.output).lower().endswith(".png"):
             pattern = str(Path(args.png_dir) / "%05d.png") if args.png_dir else args.output

@@ -47,26 +47,45 @@ def text_mask(text: str, px: int) -> np.ndarray:
     return np.asarray(image, dtype=np.float32)[top:, left:] / 255.0
 
 
+def caption_px(height: int) -> int:
+    """The captions' text height in a frame `height` high."""
+    return max(12, height // 27)
+
+
+def blend_text(rgb: np.ndarray, mask: np.ndarray, x0: int, y0: int) -> np.ndarray:
+    """Blend white glyphs (coverage `mask`) with a dark outline into rgb (in place), the mask's
+    top-left at pixel (x0, y0) (top row 0); what falls outside the frame is left out."""
+    height, width = rgb.shape[:2]
+    h, w = mask.shape
+    # outline: the mask dilated by one pixel in each direction
+    outline = np.zeros((h + 2, w + 2), np.float32)
+    for dy in range(3):
+        for dx in range(3):
+            np.maximum(outline[dy:dy + h, dx:dx + w], mask, out=outline[dy:dy + h, dx:dx + w])
+    glyphs = np.zeros_like(outline)
+    glyphs[1:h + 1, 1:w + 1] = mask
+    top, left = y0 - 1, x0 - 1  # the outline's corner in the frame
+    ya, yb = max(top, 0), min(top + h + 2, height)
+    xa, xb = max(left, 0), min(left + w + 2, width)
+    if ya >= yb or xa >= xb:
+        return rgb
+    outline = outline[ya - top:yb - top, xa - left:xb - left]
+    glyphs = glyphs[ya - top:yb - top, xa - left:xb - left]
+    region = rgb[ya:yb, xa:xb, :3].astype(np.float32)
+    region *= (1.0 - 0.8 * outline)[..., None]  # darken under and around the glyphs
+    region += (255.0 - region) * glyphs[..., None]  # then white glyphs
+    rgb[ya:yb, xa:xb, :3] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
+    return rgb
+
+
 def draw_caption(rgb: np.ndarray, text: str) -> np.ndarray:
     """Blend white `text` with a dark outline into the bottom-left corner of rgb (in place)."""
     height, width = rgb.shape[:2]
-    px = max(12, height // 27)
+    px = caption_px(height)
     mask = text_mask(text, px)
     margin = max(4, px // 2)
     h = min(mask.shape[0], height - 2 * margin - 2)
     w = min(mask.shape[1], width - 2 * margin - 2)
     if h <= 0 or w <= 0:
         return rgb
-    mask = mask[:h, :w]
-    # outline: the mask dilated by one pixel in each direction
-    outline = np.zeros((h + 2, w + 2), np.float32)
-    for dy in range(3):
-        for dx in range(3):
-            np.maximum(outline[dy:dy + h, dx:dx + w], mask, out=outline[dy:dy + h, dx:dx + w])
-    y0, x0 = height - margin - h - 1, margin - 1
-    region = rgb[y0:y0 + h + 2, x0:x0 + w + 2, :3].astype(np.float32)
-    region *= (1.0 - 0.8 * outline)[..., None]  # darken under and around the glyphs
-    inner = region[1:h + 1, 1:w + 1]
-    inner += (255.0 - inner) * mask[..., None]  # then white glyphs
-    rgb[y0:y0 + h + 2, x0:x0 + w + 2, :3] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
-    return rgb
+    return blend_text(rgb, mask[:h, :w], margin, height - margin - h)
