@@ -66,6 +66,12 @@ class ShowController(QObject):
         self._idle = QTimer(self)
         self._idle.setSingleShot(True)
         self._idle.timeout.connect(self.resume)
+        self.annotations = None  # the scale bar and galaxy names (app/annotations.py)
+        if playlist.labels or playlist.scale_bar:
+            from galaxyview.app.annotations import Annotations
+
+            self.annotations = Annotations(window.canvas.native, playlist.labels,
+                                           playlist.scale_bar)
         window.show_controller = self
 
     # -- running -------------------------------------------------------------------------------
@@ -204,6 +210,8 @@ class ShowController(QObject):
         if self.active and self.programme is not None and self.window.session is not None:
             self.programme.apply(self.window.canvas.camera, self.seconds(),
                                  self.window.session.shown_time)
+        if self.annotations is not None:
+            self.annotations.update_for(self.window)
 
     def _tick(self) -> None:
         if self.window.session is None:
