@@ -216,11 +216,18 @@ def test_the_show_names_the_galaxies_and_shows_a_scale_bar(qtbot, tmp_path):
         assert a.bar.unit == "kpc" and a.isVisible()
         size = (a.width(), a.height())
         assert a.bar == scale_bar(w.canvas.camera, size, w.sim.units)
-        want = galaxy_labels(w.canvas.camera, size, a._centres, a._names)
+        want = galaxy_labels(w.canvas.camera, size, a.centres, a.names)
         assert np.allclose([(q.x, q.y) for q in a.labels], [(q.x, q.y) for q in want])
         picture = a.grab().toImage()
         x, y = (round(v) for v in (a.labels[0].x, a.labels[0].y))
         assert picture.pixelColor(x, y).lightness() > 200  # the mark at the centre
+        qtbot.waitUntil(lambda: s.caption.isVisible(), timeout=WAIT_MS)
+        rgb = np.zeros((2 * a.height(), 2 * a.width(), 3), np.uint8)  # an audience picture
+        s.decorate(rgb)  # names, bar and caption burnt in, at its size
+        cx, cy = (round(2 * v) for v in (a.labels[0].x, a.labels[0].y))
+        assert (rgb[cy - 1:cy + 2, cx - 1:cx + 2].min(axis=-1) == 255).any()  # the mark
+        assert (rgb[-40:, -round(a.bar.pixels * 2):].max(axis=-1) == 255).any()  # the bar
+        assert (rgb[-rgb.shape[0] // 8:, :rgb.shape[1] // 4].max(axis=-1) == 255).any()  # caption
     finally:
         w.close()
         assert wait_for_workers(WAIT_MS)

@@ -23,7 +23,7 @@ class Annotations(QWidget):
         self.labels, self.bar = [], None
         self.text_px = 16
         self._sim = self._read_for = None
-        self._galaxies, self._names, self._centres = [], [], []
+        self._galaxies, self.names, self.centres = [], [], []
 
     def update_for(self, window) -> None:
         """The bar and labels of the window's camera and newest state."""
@@ -32,18 +32,18 @@ class Annotations(QWidget):
             self.hide()
             return
         if sim is not self._sim:  # a new scene
-            self._sim, self._read_for, self._centres = sim, None, []
-            self._galaxies, self._names = galaxy_names(sim) if self.want_labels else ([], [])
+            self._sim, self._read_for, self.centres = sim, None, []
+            self._galaxies, self.names = galaxy_names(sim) if self.want_labels else ([], [])
         if self._galaxies and session.last is not self._read_for:
             done, centres = session.try_engine(lambda: galaxy_centres(sim.engine,
                                                                       self._galaxies))
             if done:
-                self._centres, self._read_for = centres, session.last
+                self.centres, self._read_for = centres, session.last
         size = (canvas.width(), canvas.height())
         camera = window.canvas.camera
         self.bar = (scale_bar(camera, size, sim.units, in_seconds(sim.engine.params.G))
                     if self.want_bar else None)
-        self.labels = galaxy_labels(camera, size, self._centres, self._names)
+        self.labels = galaxy_labels(camera, size, self.centres, self.names)
         self.text_px = round(max(14, canvas.height() // 40) * window.text_scale)
         if (self.width(), self.height()) != size:
             self.setGeometry(0, 0, *size)

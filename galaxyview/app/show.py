@@ -254,6 +254,25 @@ class ShowController(QObject):
         self.caption.show()
         self.caption.raise_()
 
+    def decorate(self, rgb: np.ndarray) -> None:
+        """The caption, the names and the scale bar over a picture of the view drawn elsewhere
+        (the audience output, app/audience.py), burnt in as `record` does (in place)."""
+        from galaxyview.movie.annotations import draw_labels, draw_scale_bar
+        from galaxyview.movie.caption import draw_caption
+        from galaxyview.render.annotations import galaxy_labels, scale_bar
+
+        w = self.window
+        size, a = (rgb.shape[1], rgb.shape[0]), self.annotations
+        if a is not None and w.sim is not None:
+            camera = w.canvas.camera
+            draw_labels(rgb, galaxy_labels(camera, size, a.centres, a.names))
+            if a.want_bar:
+                draw_scale_bar(rgb, scale_bar(camera, size, w.sim.units,
+                                              in_seconds(w.sim.engine.params.G)))
+        text = self.caption.text() if self.caption.isVisible() else ""
+        if text:
+            draw_caption(rgb, "   ".join(text.splitlines()))
+
     # -- the user --------------------------------------------------------------------------------
     def interrupt(self) -> None:
         """Hand control back: the panel and menus return, the camera stays where it is."""

@@ -56,6 +56,9 @@ def add_show_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--scale-bar", action="store_true",
                    help="a scale bar in the scene's length unit, perspective only (the "
                         "playlist's scale_bar)")
+    p.add_argument("--audience-screen", type=int, metavar="N",
+                   help="also show the picture full screen on screen N (0 the first; a "
+                        "projector is usually 1), the window staying with the operator")
     return p
 
 
@@ -107,7 +110,7 @@ def run_show(args) -> int:
                 raise GalaxyviewError(f"--text-scale must be {lo:g}..{hi:g}, got "
                                       f"{args.text_scale:g}")
         return show(options, playlist, fullscreen=not args.windowed, items=args.items,
-                    text_scale=args.text_scale)
+                    text_scale=args.text_scale, audience=args.audience_screen)
     except GalaxyviewError as exc:
         print(f"galaxyview show: error: {exc}", file=sys.stderr)
         return 2
