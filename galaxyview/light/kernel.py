@@ -111,7 +111,8 @@ def splat(view: LightView, points: np.ndarray, light: np.ndarray | None = None) 
         light = np.zeros(view.shape, np.float32)
     _splat(np.ascontiguousarray(points, np.float32), int(view.projection), view.eye_rows(),
            np.asarray(view.components, np.float32), np.asarray(view.galaxies, np.float32),
-           view.population_rows(), np.asarray(view.lut, np.float32), np.float32(view.point_size), np.float32(view.gain),
+           view.population_rows(), np.asarray(view.lut, np.float32),
+           np.float32(view.point_size), np.float32(view.gain),
            int(view.code), np.float32(view.lo), np.float32(view.hi), light)
     return light
 

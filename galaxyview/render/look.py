@@ -18,8 +18,8 @@ from galaxyview.model.params import TREE_MAX_LEVEL as MAX_TREE_LEVEL
 from galaxyview.model.state import Component
 
 # by component colour; by galaxy of origin; by stellar population; the rest through the map
-COLOUR_MODES = ("component", "galaxy", "population", "speed", "potential", "energy", "density", "mass", "vz",
-                "z")
+COLOUR_MODES = ("component", "galaxy", "population", "speed", "potential", "energy", "density",
+                "mass", "vz", "z")
 COLOUR_MAPS = ("viridis", "inferno", "magma", "fire", "ice", "coolwarm", "cubehelix", "hot")
 # galaxies of origin 0..7 (more wrap around): distinct hues of even brightness
 GALAXY_COLOURS = ((0.35, 0.65, 1.0), (1.0, 0.55, 0.25), (0.45, 0.95, 0.45), (1.0, 0.4, 0.7),
@@ -58,9 +58,9 @@ class Look:
     exposure: multiplies the accumulated light before tone mapping;
     colour_mode: 'component' (disk, bulge, halo, black hole, satellite), 'galaxy' (of origin),
     'population' (the colour of each component's stars: old bulge warm, young disk
-    blue-white, dark halo faint), or through colour_map: 'speed', 'potential', 'energy' (specific binding energy
-    v^2/2 + phi), 'density' (log10 of the local density from the tree, model/density.py) or
-    'mass' (log10 of the particle mass: star clusters with an IMF);
+    blue-white, dark halo faint), or through colour_map: 'speed', 'potential', 'energy'
+    (specific binding energy v^2/2 + phi), 'density' (log10 of the local density from the
+    tree, model/density.py) or 'mass' (log10 of the particle mass: star clusters with an IMF);
     colour_map: a vispy.color map name (COLOUR_MAPS);
     value_range: (lo, hi) at the ends of the colour map (None: from the values when the mode
     is chosen, render/colour.py auto_range);
