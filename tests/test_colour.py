@@ -223,3 +223,30 @@ def test_a_colour_range_from_a_sample_of_a_large_state():
         assert np.allclose(auto_range(mode, part), (lo, hi), atol=0.05 * (hi - lo) + 1e-9)
     for mode in ("potential", "density"):
         assert len(engine_values(engine, mode, count=4000)) == 40000
+
+
+def test_the_cuda_splat_reads_the_population_colours_where_they_are_put():
+    """light/device.py puts the population table at P_POPULATION; kernels/render_splat.cu
+    reads it at P_EYES + MAX_EYES * EYE_FLOATS (the GPU test compares the frames)."""
+    import re
+
+    from galaxyview.light import device
+    from galaxyview.light.kernel import EYE_FLOATS
+    from galaxyview.render.camera import Camera
+    from galaxyview.render.host_splat import light_view
+    from galaxyview.resources import kernels_dir
+
+    source = (kernels_dir() / "render_splat.cu").read_text()
+    defines = dict(re.findall(r"#define (\w+) (.+)", source))
+    assert int(defines["MAX_EYES"]) == device.MAX_EYES
+    assert int(defines["EYE_FLOATS"]) == EYE_FLOATS
+    assert defines["P_EYES"] == "(P_PROJ + 2)"
+    assert defines["P_POPULATION"] == "(P_EYES + MAX_EYES * EYE_FLOATS)"
+    assert device.P_POPULATION == device.P_PROJ + 2 + device.MAX_EYES * EYE_FLOATS
+    view = light_view(Camera(), Look(colour_mode="population"), (64, 48),
+                      ("population", 3, (0.0, 1.0), colour_lut("viridis")), 10)
+    p = device.splat_params(view)
+    assert p[50] == 3
+    rows = p[device.P_POPULATION:device.P_FLOATS].reshape(8, 3)
+    for c, rgb in POPULATION_COLOURS.items():
+        assert np.allclose(rows[c], rgb)
