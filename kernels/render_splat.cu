@@ -6,12 +6,14 @@
 //
 // P (floats, render/splat.py): [0, 16) model-view-projection, row major, for column vectors;
 // [16, 48) rgb and weight per component code; 48 point size (px); 49 light per particle;
-// 50 colour mode (0 component, 1 galaxy: value is the galaxy index, 2 colour map);
+// 50 colour mode (0 component, 1 galaxy: value is the galaxy index, 2 colour map, 3 stellar
+// population: rgb per component code at P_POPULATION);
 // 51, 52 value at the low and high end of the colour map; [56, 80) rgb per galaxy (8,
 // wrapping); [80, 848) the colour map, 256 rgb entries (render/look.py colour_lut);
 // 848 the projection (PERSPECTIVE, FISHEYE, EQUIRECT), 849 the eye count (1 or 2), then each
 // eye's EYE_FLOATS: matrix (16, row major), viewport (x, y, w, h px), the projection's number
-// (light/kernel.py says what each projection does with them; render/projections/).
+// (light/kernel.py says what each projection does with them; render/projections/); after
+// MAX_EYES eyes, 8 rgb population colours (light/device.py P_POPULATION).
 // light: width x height float4 (rgb, unused), row 0 at the bottom as in GL textures.
 
 #define MAX_RADIUS 32
@@ -22,6 +24,8 @@
 #define P_PROJ (P_LUT + 3 * LUT_SIZE)
 #define P_EYES (P_PROJ + 2)
 #define EYE_FLOATS 21
+#define MAX_EYES 2
+#define P_POPULATION (P_EYES + MAX_EYES * EYE_FLOATS)
 #define PERSPECTIVE 0
 #define FISHEYE 1
 #define EQUIRECT 2
@@ -119,6 +123,8 @@ extern "C" __global__ void splat(const float *__restrict__ verts, int n,
     } else if (mode == 2) {
         float t = fminf(fmaxf((q[4] - P[51]) / (P[52] - P[51]), 0.f), 1.f);
         c = P + P_LUT + 3 * (int)(t * (LUT_SIZE - 1) + 0.5f);
+    } else if (mode == 3) {
+        c = P + P_POPULATION + 3 * code;
     }
     float3 rgb = make_float3(c[0], c[1], c[2]);
     float s = cwt[3] * P[49] * 9.f / fmaxf(size * size, 1.f);

@@ -9,10 +9,12 @@ uniform float u_shift;        // equirect: this copy's shift across the seam, px
 uniform vec2 u_gl_span;       // px of the GL viewport left of the eye's, and its width
 uniform float u_point_size;   // sprite diameter in pixels
 uniform float u_gain;         // light per particle (scaled with N by the renderer)
-uniform int u_colour_mode;    // 0: by component, 1: by galaxy (a_value), 2: colour map
+uniform int u_colour_mode;    // 0: by component, 1: by galaxy (a_value), 2: colour map,
+                              // 3: by stellar population (u_population)
 uniform vec2 u_range;         // a_value at the low and high end of the colour map
 uniform vec4 u_component[8];  // rgb and brightness weight per component code
 uniform vec3 u_galaxy[8];     // rgb per galaxy of origin (wrapping)
+uniform vec3 u_population[8]; // rgb of each component's stars
 uniform vec3 u_lut[256];      // the colour map
 
 attribute vec3 a_position;
@@ -77,6 +79,8 @@ void main() {
     } else if (u_colour_mode == 2) {
         float t = clamp((a_value - u_range.x) / (u_range.y - u_range.x), 0.0, 1.0);
         rgb = u_lut[int(t * 255.0 + 0.5)];
+    } else if (u_colour_mode == 3) {
+        rgb = u_population[code];
     }
     // the same light per particle whatever the sprite size (3 px is the reference)
     v_light = rgb * cw.a * u_gain * 9.0 / max(size * size, 1.0);

@@ -187,3 +187,50 @@ def test_a_ring_scene_caption_gives_its_time_in_seconds(qtbot, tmp_path):
     assert "N-body" not in show.caption.text()
     w.close()
     assert wait_for_workers(WAIT_MS)
+
+
+@pytest.mark.slow
+def test_the_show_names_the_galaxies_and_shows_a_scale_bar(qtbot, tmp_path):
+    """A playlist's labels and scale_bar: the overlay's names sit where the canvas's camera
+    projects the galaxies' centres (render/annotations.py), its bar is that camera's."""
+    import numpy as np
+
+    from galaxyview.app.show import ShowController
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+    from galaxyview.render.annotations import galaxy_labels, scale_bar
+
+    f = tmp_path / "names.toml"
+    f.write_text('[show]\nlabels = true\nscale_bar = true\n[[item]]\nscene = "antennae"\n'
+                 'duration = 30\nn = 2000\norbit_deg_per_s = 0\n')
+    playlist = load_playlist(f)
+    assert playlist.labels and playlist.scale_bar
+    w = MainWindow(ViewOptions(backend="cpu"))
+    qtbot.addWidget(w)
+    s = ShowController(w, playlist, fullscreen=False)
+    s.start()
+    qtbot.waitExposed(w)
+    try:
+        a = s.annotations
+        qtbot.waitUntil(lambda: len(a.labels) == 2 and a.bar is not None, timeout=WAIT_MS)
+        assert [label.text for label in a.labels] == ["NGC 4038", "NGC 4039"]
+        assert a.bar.unit == "kpc" and a.isVisible()
+        size = (a.width(), a.height())
+        assert a.bar == scale_bar(w.canvas.camera, size, w.sim.units)
+        want = galaxy_labels(w.canvas.camera, size, a.centres, a.names)
+        assert np.allclose([(q.x, q.y) for q in a.labels], [(q.x, q.y) for q in want])
+        picture = a.grab().toImage()
+        x, y = (round(v) for v in (a.labels[0].x, a.labels[0].y))
+        assert picture.pixelColor(x, y).lightness() > 200  # the mark at the centre
+        qtbot.waitUntil(lambda: s.caption.isVisible(), timeout=WAIT_MS)
+        rgb = np.zeros((2 * a.height(), 2 * a.width(), 3), np.uint8)  # an audience picture
+        s.decorate(rgb)  # names, bar and caption burnt in, at its size
+        cx, cy = (round(2 * v) for v in (a.labels[0].x, a.labels[0].y))
+        assert (rgb[cy - 1:cy + 2, cx - 1:cx + 2].min(axis=-1) == 255).any()  # the mark
+        assert (rgb[-40:, -round(a.bar.pixels * 2):].max(axis=-1) == 255).any()  # the bar
+        assert (rgb[-rgb.shape[0] // 8:, :rgb.shape[1] // 4].max(axis=-1) == 255).any()  # caption
+    finally:
+        w.close()
+        assert wait_for_workers(WAIT_MS)
+    f.write_text('[show]\nlabels = 3\n[[item]]\nscene = "plummer"\n')
+    with pytest.raises(SceneError, match="labels"):
+        load_playlist(f)

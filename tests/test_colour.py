@@ -10,14 +10,16 @@ from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.render.colour import auto_range, host_values
-from galaxyview.render.look import (COLOUR_MAPS, COLOUR_MODES, GALAXY_COLOURS, Look, colour_lut,
-                                    mode_code)
+from galaxyview.render.look import (COLOUR_MAPS, COLOUR_MODES, GALAXY_COLOURS,
+                                    POPULATION_COLOURS, Look, colour_lut, mode_code)
 
 
-def _state(pos, vel, galaxy=None):
+def _state(pos, vel, galaxy=None, component=None):
     n = len(pos)
     s = ParticleState(np.asarray(pos, np.float32), np.asarray(vel, np.float32),
                       np.full(n, 1.0 / n), np.full(n, Component.STAR, np.uint8))
+    if component is not None:
+        s.component[:] = component
     if galaxy is not None:
         s.galaxy[:] = galaxy
     return s
@@ -72,7 +74,7 @@ def test_colour_maps_come_from_vispy_and_modes_are_coded():
         assert lut.shape == (256, 3) and lut.dtype == np.float32
         ends = np.asarray(get_colormap(name).map(np.array([[0.0], [1.0]])))[:, :3]
         assert np.allclose(lut[[0, -1]], ends, atol=1e-6)
-    assert [mode_code(m) for m in COLOUR_MODES] == [0, 1, 2, 2, 2, 2, 2, 2, 2]
+    assert [mode_code(m) for m in COLOUR_MODES] == [0, 1, 3, 2, 2, 2, 2, 2, 2, 2]
     with pytest.raises(ParameterError, match="colour_map"):
         Look(colour_map="rainbow")
     with pytest.raises(ParameterError, match="value_range"):
@@ -99,10 +101,10 @@ def renderer():
     r.close()
 
 
-def _draw_three(renderer, vel, galaxy=(0, 0, 0), **look):
+def _draw_three(renderer, vel, galaxy=(0, 0, 0), component=None, **look):
     pos = np.array([[-1, 0, 0], [0, 0, 0], [1, 0, 0]], np.float32)
     e = CPUEngine(Params(), gravity="direct")
-    e.load(_state(pos, vel, galaxy))
+    e.load(_state(pos, vel, galaxy, component))
     try:
         renderer.attach(e, fit=False)
         cam = renderer.camera
@@ -135,6 +137,50 @@ def test_sprites_take_their_galaxy_colour(renderer):
     got = _draw_three(renderer, np.zeros((3, 3)), galaxy=(0, 1, 9), colour_mode="galaxy")
     for measured, g in zip(got, (0, 1, 9 % 8)):
         assert _same_hue(measured, GALAXY_COLOURS[g]), (measured, g)
+
+
+POPULATION = (Component.BULGE, Component.DISK, Component.HALO)
+
+
+def _warmth(rgb):
+    return rgb[0] / max(rgb[2], 1e-6)
+
+
+def test_gl_sprites_colour_by_population(renderer):
+    """The old bulge warmer (red over blue) than the young disk; the dark halo faint, as in the
+    component colours."""
+    bulge, disk, halo = _draw_three(renderer, np.zeros((3, 3)), component=POPULATION,
+                                    colour_mode="population")
+    assert _warmth(bulge) > 2.0 > 1.0 > _warmth(disk), (bulge, disk)
+    for measured, c in ((bulge, Component.BULGE), (disk, Component.DISK)):
+        assert _same_hue(measured, POPULATION_COLOURS[c]), (measured, c)
+    assert halo.sum() < 0.15 * disk.sum()
+    by_component = _draw_three(renderer, np.zeros((3, 3)), component=POPULATION,
+                               colour_mode="component")
+    assert _warmth(by_component[0]) < _warmth(bulge)  # a colour of its own, not the component's
+
+
+def test_host_splat_colours_by_population():
+    """The host splat (light/kernel.py) takes the same population colours as the sprites."""
+    from galaxyview.light import splat
+    from galaxyview.light.kernel import particle_points
+    from galaxyview.render.camera import Camera
+    from galaxyview.render.host_splat import light_view
+
+    cam = Camera()
+    cam.centre, cam.distance, cam.azimuth, cam.elevation = np.zeros(3), 5.0, -90.0, 0.0
+    cam.update()
+    pos = np.array([[-1, 0, 0], [0, 0, 0], [1, 0, 0]], np.float32)
+    look = Look(point_size=5.0, colour_mode="population")
+    view = light_view(cam, look, (W, H), ("population", 3, (0.0, 1.0), colour_lut("viridis")),
+                      3)
+    light = splat(view, particle_points(pos, np.array(POPULATION, np.float32), np.zeros(3)))
+    px = cam.project(pos, (W, H))
+    bulge, disk, halo = (light[H - 1 - int(y), int(x), :3] for x, y in px)  # row 0: bottom
+    assert _warmth(bulge) > 2.0 > 1.0 > _warmth(disk), (bulge, disk)
+    for measured, c in ((bulge, Component.BULGE), (disk, Component.DISK)):
+        assert _same_hue(measured, POPULATION_COLOURS[c]), (measured, c)
+    assert 0 < halo.sum() < 0.15 * disk.sum()
 
 
 def test_each_mode_draws_a_different_picture(renderer):
@@ -177,3 +223,30 @@ def test_a_colour_range_from_a_sample_of_a_large_state():
         assert np.allclose(auto_range(mode, part), (lo, hi), atol=0.05 * (hi - lo) + 1e-9)
     for mode in ("potential", "density"):
         assert len(engine_values(engine, mode, count=4000)) == 40000
+
+
+def test_the_cuda_splat_reads_the_population_colours_where_they_are_put():
+    """light/device.py puts the population table at P_POPULATION; kernels/render_splat.cu
+    reads it at P_EYES + MAX_EYES * EYE_FLOATS (the GPU test compares the frames)."""
+    import re
+
+    from galaxyview.light import device
+    from galaxyview.light.kernel import EYE_FLOATS
+    from galaxyview.render.camera import Camera
+    from galaxyview.render.host_splat import light_view
+    from galaxyview.resources import kernels_dir
+
+    source = (kernels_dir() / "render_splat.cu").read_text()
+    defines = dict(re.findall(r"#define (\w+) (.+)", source))
+    assert int(defines["MAX_EYES"]) == device.MAX_EYES
+    assert int(defines["EYE_FLOATS"]) == EYE_FLOATS
+    assert defines["P_EYES"] == "(P_PROJ + 2)"
+    assert defines["P_POPULATION"] == "(P_EYES + MAX_EYES * EYE_FLOATS)"
+    assert device.P_POPULATION == device.P_PROJ + 2 + device.MAX_EYES * EYE_FLOATS
+    view = light_view(Camera(), Look(colour_mode="population"), (64, 48),
+                      ("population", 3, (0.0, 1.0), colour_lut("viridis")), 10)
+    p = device.splat_params(view)
+    assert p[50] == 3
+    rows = p[device.P_POPULATION:device.P_FLOATS].reshape(8, 3)
+    for c, rgb in POPULATION_COLOURS.items():
+        assert np.allclose(rows[c], rgb)

@@ -129,7 +129,7 @@ def test_vertex_buffer_exists_in_gl_before_the_first_draw(renderer):
         assert np.array_equal(back, v)
 
 
-@pytest.mark.parametrize("mode", ["component", "speed", "galaxy"])
+@pytest.mark.parametrize("mode", ["component", "speed", "galaxy", "population"])
 def test_host_splat_draws_what_gl_sprites_draw(renderer, engine, mode):
     """The CPU path splats the light on the host (render/host_splat.py); GL sprites are the
     reference (the same tolerance as the CUDA splat's, tests/test_interop_gpu.py)."""

@@ -9,7 +9,8 @@ from PyQt6.QtWidgets import QWidget
 
 from galaxyview.model.state import Component
 from galaxyview.render.colour import LABELS
-from galaxyview.render.look import COMPONENT_COLOURS, GALAXY_COLOURS, colour_lut, mode_code
+from galaxyview.render.look import (COMPONENT_COLOURS, GALAXY_COLOURS, POPULATION_COLOURS,
+                                    colour_lut, mode_code)
 
 WIDTH, BAR_H, PAD = 240, 12, 6
 
@@ -53,8 +54,9 @@ class ColourBar(QWidget):
                     self.swatches = [(name, GALAXY_COLOURS[i % 8]) for i, name in
                                      enumerate(names)]
                 else:
-                    self.swatches = [(c.name.lower().replace("_", " "), COMPONENT_COLOURS[c])
-                                     for c in Component if c in COMPONENT_COLOURS]
+                    colours = POPULATION_COLOURS if code == 3 else COMPONENT_COLOURS
+                    self.swatches = [(c.name.lower().replace("_", " "), colours[c])
+                                     for c in Component if c in colours]
             rows = 1 if self._image is not None else (len(self.swatches) + 2) // 3
             self.resize(WIDTH, 2 * PAD + 14 + rows * (BAR_H + 16))
         parent = self.parentWidget()

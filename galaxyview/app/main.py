@@ -203,12 +203,15 @@ def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
 
 
 def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int = 0,
-             text_scale: float | None = None) -> int:
+             text_scale: float | None = None, audience: int | None = None) -> int:
     """Play `playlist` (model/playlist.py) until closed, or for `items` scenes; returns the
-    exit code (1 when no scene of it could be opened)."""
+    exit code (1 when no scene of it could be opened). audience: the index of a screen for
+    the audience output (app/audience.py), the window staying with the operator."""
+    from galaxyview.app.audience import AudienceWindow, audience_screen
     from galaxyview.app.show import ShowController
 
     app = _application()
+    screen = audience_screen(audience) if audience is not None else None
     window = MainWindow(options)
     show = ShowController(window, playlist, fullscreen, items, text_scale)
     count = len(playlist.items)
@@ -217,11 +220,20 @@ def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int
           f"other key or a mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
     quit_on = QuitOnSignal(window)
     show.start()
+    output = None
+    if screen is not None and window.isVisible():
+        output = AudienceWindow(window, screen)
+        output.decorate = show.decorate
+        output.open()
     if not window.isVisible():  # nothing could be opened
         quit_on.restore()
         wait_for_workers()
         return 1
-    code = _exec(app, window, quit_on)
+    try:
+        code = _exec(app, window, quit_on)
+    finally:
+        if output is not None:
+            output.close()
     if code is not None:
         return code
     return 0 if show.shown_items else 1

@@ -66,6 +66,12 @@ class ShowController(QObject):
         self._idle = QTimer(self)
         self._idle.setSingleShot(True)
         self._idle.timeout.connect(self.resume)
+        self.annotations = None  # the scale bar and galaxy names (app/annotations.py)
+        if playlist.labels or playlist.scale_bar:
+            from galaxyview.app.annotations import Annotations
+
+            self.annotations = Annotations(window.canvas.native, playlist.labels,
+                                           playlist.scale_bar)
         window.show_controller = self
 
     # -- running -------------------------------------------------------------------------------
@@ -204,6 +210,8 @@ class ShowController(QObject):
         if self.active and self.programme is not None and self.window.session is not None:
             self.programme.apply(self.window.canvas.camera, self.seconds(),
                                  self.window.session.shown_time)
+        if self.annotations is not None:
+            self.annotations.update_for(self.window)
 
     def _tick(self) -> None:
         if self.window.session is None:
@@ -245,6 +253,25 @@ class ShowController(QObject):
         self.caption.move(px, canvas.height() - self.caption.height() - px)
         self.caption.show()
         self.caption.raise_()
+
+    def decorate(self, rgb: np.ndarray) -> None:
+        """The caption, the names and the scale bar over a picture of the view drawn elsewhere
+        (the audience output, app/audience.py), burnt in as `record` does (in place)."""
+        from galaxyview.movie.annotations import draw_labels, draw_scale_bar
+        from galaxyview.movie.caption import draw_caption
+        from galaxyview.render.annotations import galaxy_labels, scale_bar
+
+        w = self.window
+        size, a = (rgb.shape[1], rgb.shape[0]), self.annotations
+        if a is not None and w.sim is not None:
+            camera = w.canvas.camera
+            draw_labels(rgb, galaxy_labels(camera, size, a.centres, a.names))
+            if a.want_bar:
+                draw_scale_bar(rgb, scale_bar(camera, size, w.sim.units,
+                                              in_seconds(w.sim.engine.params.G)))
+        text = self.caption.text() if self.caption.isVisible() else ""
+        if text:
+            draw_caption(rgb, "   ".join(text.splitlines()))
 
     # -- the user --------------------------------------------------------------------------------
     def interrupt(self) -> None:

@@ -48,6 +48,16 @@ def seconds_type(text: str) -> float:
     return value
 
 
+def fraction_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
 def crf_type(text: str) -> int:
     value = common.whole_number(text)
     if not 0 <= value <= 51:
@@ -103,12 +113,19 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     common.add_backend(p)
     common.add_physics(p)
     p.add_argument("--caption", action="store_true", help="burn in the scene name and the time")
+    p.add_argument("--labels", action="store_true",
+                   help="burn in the galaxies' names at their centres of mass")
+    p.add_argument("--scale-bar", action="store_true",
+                   help="burn in a scale bar in the scene's length unit (kpc), its length at "
+                        "the camera's focus distance (perspective only: none in the other "
+                        "projections)")
     look = p.add_argument_group("look", "the look file's settings, or the window's defaults, "
                                         "changed by these")
     look.add_argument("--look", metavar="FILE.toml",
                       help="a look saved from the window (File > Save look…)")
     look.add_argument("--colour", choices=COLOUR_MODES,
-                      help="colour by: component, galaxy of origin, speed, potential, binding "
+                      help="colour by: component, galaxy of origin, stellar population (old "
+                           "bulge warm, young disk blue-white), speed, potential, binding "
                            "energy, local density or mass (a star cluster's IMF) (component)")
     look.add_argument("--colour-map", choices=COLOUR_MAPS,
                       help="the colour map of the colourings by value (viridis)")
@@ -119,6 +136,12 @@ def add_record_parser(subparsers) -> argparse.ArgumentParser:
     look.add_argument("--tone-map", choices=TONE_MAPS,
                       help="exp, reinhard (both keep dense cores from burning out) or linear "
                            "(exp)")
+    look.add_argument("--bloom", type=fraction_type, metavar="S",
+                      help="a glow around the brightest light: the fraction 0..1 of the light "
+                           "above the tone map's knee spread into a gaussian around it (0: off)")
+    look.add_argument("--bloom-radius", type=common.positive_number, metavar="PX",
+                      help="the glow's gaussian sigma in pixels of a 1080-line frame, "
+                           "0.5..32 (8)")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--crf", type=crf_type, default=18,
                    help="x264 quality, 0 (lossless) .. 51 (worst); 18 looks lossless (18)")
@@ -138,7 +161,8 @@ def record_look(args) -> Look:
         changes = load_look(args.look)
     for key, value in (("colour_mode", args.colour), ("colour_map", args.colour_map),
                        ("exposure", args.exposure), ("point_size", args.point_size),
-                       ("tone_map", args.tone_map)):
+                       ("tone_map", args.tone_map), ("bloom", args.bloom),
+                       ("bloom_radius", args.bloom_radius)):
         if value is not None:
             changes[key] = value
     return Look(**changes)
@@ -162,7 +186,8 @@ def run_record(args) -> int:
         options = RecordOptions(frames, args.fps, args.size, args.steps_per_frame or 1,
                                 args.camera,
                                 args.caption, args.overwrite, args.crf, args.preset,
-                                camera_path=camera_path, projection=projection).validate()
+                                camera_path=camera_path, projection=projection,
+                                labels=args.labels, scale_bar=args.scale_bar).validate()
         # the output is checked (and its temporary file made) before any simulation work
         if args.png_dir or str(args.output).lower().endswith(".png"):
             pattern = str(Path(args.png_dir) / "%05d.png") if args.png_dir else args.output

@@ -5,6 +5,7 @@ import argparse
 import importlib
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from galaxyview.cli import common
@@ -50,6 +51,14 @@ def add_show_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--text-scale", type=float, metavar="S",
                    help="size of the captions and the HUD, 1 the default; 2 or more reads well "
                         "on a projector (1)")
+    p.add_argument("--labels", action="store_true",
+                   help="the galaxies' names at their centres (the playlist's labels)")
+    p.add_argument("--scale-bar", action="store_true",
+                   help="a scale bar in the scene's length unit, perspective only (the "
+                        "playlist's scale_bar)")
+    p.add_argument("--audience-screen", type=int, metavar="N",
+                   help="also show the picture full screen on screen N (0 the first; a "
+                        "projector is usually 1), the window staying with the operator")
     return p
 
 
@@ -85,6 +94,8 @@ def run_show(args) -> int:
         from galaxyview.model.playlist import load_playlist
 
         playlist = load_playlist(args.playlist)
+        playlist = replace(playlist, labels=playlist.labels or args.labels,
+                           scale_bar=playlist.scale_bar or args.scale_bar)
         _display_checked()
         from galaxyview.app.main import run_show as show
         from galaxyview.app.window import ViewOptions
@@ -99,7 +110,7 @@ def run_show(args) -> int:
                 raise GalaxyviewError(f"--text-scale must be {lo:g}..{hi:g}, got "
                                       f"{args.text_scale:g}")
         return show(options, playlist, fullscreen=not args.windowed, items=args.items,
-                    text_scale=args.text_scale)
+                    text_scale=args.text_scale, audience=args.audience_screen)
     except GalaxyviewError as exc:
         print(f"galaxyview show: error: {exc}", file=sys.stderr)
         return 2

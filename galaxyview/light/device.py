@@ -14,11 +14,13 @@ VALUES_FROM_ENGINE = 4
 SHUFFLE_STRIDE = 2_147_483_647  # prime, so coprime with any particle count (see render_pack.cu)
 # render_splat.cu's parameter block (floats): mvp, component colours and weights, point size,
 # light per particle, colour mode, the map's ends; galaxy colours at P_GALAXY, the map at P_LUT;
-# the projection and the eye count at P_PROJ, then MAX_EYES eye rows (light/kernel.py)
+# the projection and the eye count at P_PROJ, then MAX_EYES eye rows (light/kernel.py); the
+# population colours (8 rgb) at P_POPULATION
 P_GALAXY, P_LUT, LUT_SIZE = 56, 80, 256
 P_PROJ = P_LUT + 3 * LUT_SIZE
 MAX_EYES = 2
-P_FLOATS = P_PROJ + 2 + MAX_EYES * EYE_FLOATS
+P_POPULATION = P_PROJ + 2 + MAX_EYES * EYE_FLOATS
+P_FLOATS = P_POPULATION + 24
 
 
 def splat_params(view: LightView) -> np.ndarray:
@@ -34,4 +36,5 @@ def splat_params(view: LightView) -> np.ndarray:
         raise ValueError(f"the CUDA splat takes 1..{MAX_EYES} eyes, got {len(eyes)}")
     p[P_PROJ:P_PROJ + 2] = (view.projection, len(eyes))
     p[P_PROJ + 2:P_PROJ + 2 + eyes.size] = eyes.ravel()
+    p[P_POPULATION:P_FLOATS] = view.population_rows().ravel()
     return p

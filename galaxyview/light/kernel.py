@@ -39,7 +39,7 @@ class LightView:
     """One frame's view: width x height pixels, mvp (4, 4) float32 for column vectors, the
     sprite size in pixels, the light per particle (gain), the colour mode (its name, code and
     the map's ends lo, hi), the colour map lut (L, 3) and the colour tables (components (8, 4):
-    RGB and weight; galaxies (8, 3))."""
+    RGB and weight; galaxies (8, 3); populations (8, 3): RGB per component code, None: black)."""
 
     width: int
     height: int
@@ -55,6 +55,13 @@ class LightView:
     galaxies: np.ndarray
     projection: int = PERSPECTIVE
     eyes: np.ndarray | None = None  # (E, EYE_FLOATS); None: one perspective eye, mvp, full frame
+    populations: np.ndarray | None = None
+
+    def population_rows(self) -> np.ndarray:
+        """(8, 3) float32: the colour of each component code's stars (mode 'population')."""
+        if self.populations is None:
+            return np.zeros((8, 3), np.float32)
+        return np.asarray(self.populations, np.float32).reshape(8, 3)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -78,7 +85,7 @@ def eye_row(matrix, viewport, number: float = 0.0) -> np.ndarray:
 
 def particle_values(mode: str, pos, vel, mass, galaxy, pot=None) -> np.ndarray:
     """(N,) float32 value of each particle for colour `mode` (not 'density', which needs the
-    tree: render/colour.py); the speed for 'component', which does not use it."""
+    tree: render/colour.py); the speed for 'component' and 'population', which do not use it."""
     if mode == "galaxy":
         return np.asarray(galaxy, np.float32)
     if mode == "mass":
@@ -86,7 +93,7 @@ def particle_values(mode: str, pos, vel, mass, galaxy, pot=None) -> np.ndarray:
     if mode in ("vz", "z"):
         return np.array((vel if mode == "vz" else pos)[:, 2], np.float32)
     v2 = np.einsum("ij,ij->i", vel, vel)
-    if mode in ("speed", "component"):
+    if mode in ("speed", "component", "population"):
         return np.sqrt(v2).astype(np.float32)
     if mode not in NEEDS_POTENTIAL:
         raise ValueError(f"colour mode {mode!r} has no per-particle value here")
@@ -104,7 +111,8 @@ def splat(view: LightView, points: np.ndarray, light: np.ndarray | None = None) 
         light = np.zeros(view.shape, np.float32)
     _splat(np.ascontiguousarray(points, np.float32), int(view.projection), view.eye_rows(),
            np.asarray(view.components, np.float32), np.asarray(view.galaxies, np.float32),
-           np.asarray(view.lut, np.float32), np.float32(view.point_size), np.float32(view.gain),
+           view.population_rows(), np.asarray(view.lut, np.float32),
+           np.float32(view.point_size), np.float32(view.gain),
            int(view.code), np.float32(view.lo), np.float32(view.hi), light)
     return light
 
@@ -165,8 +173,8 @@ def particle_points(pos, component, value) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _splat(vertices, projection, eyes, components, galaxies, lut, point_size, gain, mode, lo, hi,
-           light):
+def _splat(vertices, projection, eyes, components, galaxies, populations, lut, point_size, gain,
+           mode, lo, hi, light):
     """Add the light of `vertices` (N, >= 5 float32: x y z, component, value, ...) into light
     (h, w, 4) float32, row 0 at the bottom, through each eye of `eyes` (E, EYE_FLOATS)."""
     for i in range(vertices.shape[0]):
@@ -179,6 +187,8 @@ def _splat(vertices, projection, eyes, components, galaxies, lut, point_size, ga
         elif mode == 2:
             t = min(max((vertices[i, 4] - lo) / (hi - lo), np.float32(0)), np.float32(1))
             rgb = lut[int(t * np.float32(lut.shape[0] - 1) + np.float32(0.5))]
+        elif mode == 3:
+            rgb = populations[code]
         s = components[code, 3] * gain * np.float32(9) / max(size * size, np.float32(1))
         half = np.float32(0.5) * size
         for k in range(eyes.shape[0]):

@@ -4,6 +4,8 @@ camera programme and timed captions (docs/viewer.md#show-mode).
     [show]
     fade = 1.5                 # seconds of cross-fade between scenes (0: a cut)
     idle = 20                  # seconds without input before the show takes over again
+    labels = false             # the galaxies' names at their centres
+    scale_bar = false          # a scale bar in the scene's length unit (perspective)
     [[item]]
     scene = "antennae"         # a shipped scene's name or a .toml path (relative to this file)
     duration = 60              # seconds on screen
@@ -60,6 +62,8 @@ class Playlist:
     fade: float = 1.5
     idle: float = 20.0
     source: Path | None = None
+    labels: bool = False  # the galaxies' names over the picture (render/annotations.py)
+    scale_bar: bool = False
 
 
 def shows_dir() -> Path:
@@ -96,10 +100,12 @@ def _relative(path: Path, value: str) -> str:
 def parse_playlist(data: dict, path: Path) -> Playlist:
     root = Table(data, path)
     head = root.table("show", None)
-    fade, idle = 1.5, 20.0
+    fade, idle, labels, scale_bar = 1.5, 20.0, False, False
     if head is not None:
         fade = head.number("fade", fade, lo=0, hi=30)
         idle = head.number("idle", idle, lo=0, lo_open=True)
+        labels = head.boolean("labels", False)
+        scale_bar = head.boolean("scale_bar", False)
         head.finish()
     items = []
     for t in root.tables("item"):
@@ -124,4 +130,4 @@ def parse_playlist(data: dict, path: Path) -> Playlist:
     root.finish()
     if not items:
         raise SceneError(f"{path}: no [[item]] tables; a playlist needs at least one scene")
-    return Playlist(tuple(items), fade, idle, path)
+    return Playlist(tuple(items), fade, idle, path, labels, scale_bar)

@@ -50,6 +50,37 @@ def _word(word: str, px: int) -> np.ndarray:
     return np.asarray(image)
 
 
+def caption_px(height: int) -> int:
+    """The captions' text height in a frame `height` high."""
+    return max(12, height // 27)
+
+
+def blend_text(rgb: np.ndarray, mask: np.ndarray, x0: int, y0: int) -> np.ndarray:
+    """Blend white glyphs (coverage `mask`) with a dark outline into rgb (in place), the mask's
+    top-left at pixel (x0, y0) (top row 0); what falls outside the frame is left out."""
+    height, width = rgb.shape[:2]
+    h, w = mask.shape
+    # outline: the mask dilated by one pixel in each direction
+    outline = np.zeros((h + 2, w + 2), np.float32)
+    for dy in range(3):
+        for dx in range(3):
+            np.maximum(outline[dy:dy + h, dx:dx + w], mask, out=outline[dy:dy + h, dx:dx + w])
+    glyphs = np.zeros_like(outline)
+    glyphs[1:h + 1, 1:w + 1] = mask
+    top, left = y0 - 1, x0 - 1  # the outline's corner in the frame
+    ya, yb = max(top, 0), min(top + h + 2, height)
+    xa, xb = max(left, 0), min(left + w + 2, width)
+    if ya >= yb or xa >= xb:
+        return rgb
+    outline = outline[ya - top:yb - top, xa - left:xb - left]
+    glyphs = glyphs[ya - top:yb - top, xa - left:xb - left]
+    region = rgb[ya:yb, xa:xb, :3].astype(np.float32)
+    region *= (1.0 - 0.8 * outline)[..., None]  # darken under and around the glyphs
+    region += (255.0 - region) * glyphs[..., None]  # then white glyphs
+    rgb[ya:yb, xa:xb, :3] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
+    return rgb
+
+
 def text_mask(text: str, px: int) -> np.ndarray:
     """Coverage (h, w) float32 in [0, 1] of `text` at about `px` pixels high."""
     return text_coverage(text, px).astype(np.float32) / 255.0
@@ -75,7 +106,7 @@ def text_coverage(text: str, px: int) -> np.ndarray:
 def caption_overlay(text: str, width: int, height: int) -> Overlay | None:
     """The caption of a width x height frame: white glyphs (mask) with a dark outline (the
     mask dilated by one pixel), bottom left; None where the frame is too small for it."""
-    px = max(12, height // 27)
+    px = caption_px(height)
     mask = text_coverage(text, px)
     margin = max(4, px // 2)
     h = min(mask.shape[0], height - 2 * margin - 2)
@@ -98,10 +129,5 @@ def draw_caption(rgb: np.ndarray, text: str) -> np.ndarray:
     over = caption_overlay(text, rgb.shape[1], rgb.shape[0])
     if over is None:
         return rgb
-    h, w = over.mask.shape
-    region = rgb[over.y:over.y + h, over.x:over.x + w, :3].astype(np.float32)
-    outline, mask = (c.astype(np.float32) / 255.0 for c in (over.outline, over.mask))
-    region *= (1.0 - 0.8 * outline)[..., None]  # darken under and around the glyphs
-    region += (255.0 - region) * mask[..., None]  # then white glyphs
-    rgb[over.y:over.y + h, over.x:over.x + w, :3] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
-    return rgb
+    mask = over.mask[1:-1, 1:-1].astype(np.float32) / 255.0
+    return blend_text(rgb, mask, over.x + 1, over.y + 1)

@@ -26,6 +26,7 @@ from galaxyview.movie.encoder import MovieError, MovieWriter, check_fps, check_s
 from galaxyview.progress import bar as progress_bar
 from galaxyview.render import rings
 from galaxyview.render.projections import WIDE, WIDE_FIT_DEG, WRAPS, Projection
+from galaxyview.render.yuv import i420_from_rgb
 
 CAMERAS = ("fixed", "orbit", "follow")
 ORBIT_DEG_PER_S = 12.0  # orbit camera: one turn per 30 s of movie
@@ -45,6 +46,8 @@ class RecordOptions:
     overlap: bool = True  # step in a thread during read-back (False: one thing at a time)
     camera_path: object = None  # a render.camera_path.CameraPath: the camera at each frame's time
     projection: Projection = field(default_factory=Projection)  # render/projections
+    labels: bool = False  # the galaxies' names at their centres (render/annotations.py)
+    scale_bar: bool = False  # a scale bar in the scene's length unit (perspective only)
 
     def validate(self) -> "RecordOptions":
         if isinstance(self.frames, bool) or not isinstance(self.frames, int) or self.frames < 1:
@@ -136,8 +139,10 @@ class _Stepper:
 
 
 def record_frames(engine, renderer, writer, options: RecordOptions, caption=None,
-                  progress=None) -> tuple[int, bool, str | None, dict]:
-    """The frame loop. caption(sim_time) -> text, or None; progress(frames_done, sim_time).
+                  progress=None, annotate=None) -> tuple[int, bool, str | None, dict]:
+    """The frame loop. caption(sim_time) -> text, or None; progress(frames_done, sim_time);
+    annotate() -> a function that draws into a frame (the scale bar and labels of the view just
+    rendered), asked while the engine is idle, or None.
 
     With a renderer that separates render_frame() and read(), the steps towards frame i+1 run
     in a thread while frame i is read back, captioned and queued for the encoder (the GPU
@@ -175,25 +180,31 @@ def record_frames(engine, renderer, writer, options: RecordOptions, caption=None
                     options.camera_path.apply(camera, sim_time)
                 if overlap or i420:
                     renderer.render_frame()
+                    draw = annotate() if annotate is not None else None
                     if overlap and i + 1 < options.frames and options.steps_per_frame:
                         stepper.start()
                     t2 = time.perf_counter()
                 else:
                     frame = renderer.draw()  # (render and read back)
+                    draw = annotate() if annotate is not None else None
                     t2 = time.perf_counter()
                 text = caption(sim_time) if caption is not None else None
-                if i420:  # the caption composed on the GPU as the frame becomes I420
+                if i420 and draw is None:  # the caption composed on the GPU, to I420
                     over = caption_overlay(text, *options.size) if text else None
                     t3 = time.perf_counter()
                     frame = renderer.read_i420(over)
                     t4 = time.perf_counter()
                     read_s, caption_s = t4 - t3, t3 - t2
-                else:
-                    if overlap:
+                else:  # names and a scale bar: drawn on the host, on RGB
+                    if overlap or i420:
                         frame = renderer.read()
                     t3 = time.perf_counter()
+                    if draw is not None:
+                        draw(frame)
                     if text:
                         draw_caption(frame, text)
+                    if i420:
+                        frame = i420_from_rgb(frame)
                     t4 = time.perf_counter()
                     read_s, caption_s = t3 - t2, t4 - t3
                 writer.add_frame(frame, copy=False)
@@ -218,6 +229,37 @@ def record_frames(engine, renderer, writer, options: RecordOptions, caption=None
         except BaseException:
             pass
     return done, interrupted, failure, spent
+
+
+def galaxy_names(sim) -> tuple[list[int], list[str]]:
+    """(galaxy indices, their names) of a Simulation's scene or snapshot: those with a name."""
+    names = (sim.initial_sample.meta.get("galaxies") or ()) if sim.initial_sample else ()
+    present = np.unique(sim.initial_sample.galaxy) if names else ()
+    pairs = [(int(g), str(names[g])) for g in present if 0 <= g < len(names) and names[g]]
+    return [g for g, _ in pairs], [name for _, name in pairs]
+
+
+def annotations(sim, renderer, options: RecordOptions, si: bool):
+    """RecordOptions' scale bar and labels as record_frames' `annotate`, or None."""
+    if not (options.labels or options.scale_bar):
+        return None
+    from galaxyview.movie.annotations import draw_labels, draw_scale_bar
+    from galaxyview.render.annotations import galaxy_centres, galaxy_labels, scale_bar
+
+    galaxies, names = galaxy_names(sim) if options.labels else ([], [])
+
+    def annotate():
+        size, camera = options.size, renderer.camera
+        bar = scale_bar(camera, size, sim.units, si) if options.scale_bar else None
+        labels = galaxy_labels(camera, size, galaxy_centres(sim.engine, galaxies), names)
+
+        def draw(rgb):
+            draw_labels(rgb, labels)
+            draw_scale_bar(rgb, bar)
+
+        return draw
+
+    return annotate
 
 
 def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=None,
@@ -248,6 +290,7 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
         myr = sim.units.time_myr if sim.units else None
         seconds = in_seconds(sim.engine.params.G)
         caption = (lambda t: caption_text(sim.name, t, myr, seconds)) if options.caption else None
+        annotate = annotations(sim, renderer, options, seconds)
         bar = progress_bar(options.frames, f"{sim.name} -> {writer.path.name}", "frame",
                            disable=not show_progress)  # (lines in a log)
 
@@ -261,7 +304,7 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
 
         start = time.perf_counter()
         done, interrupted, failure, spent = record_frames(sim.engine, renderer, writer, options,
-                                                          caption, progress)
+                                                          caption, progress, annotate)
     finally:
         if bar is not None:
             bar.close()

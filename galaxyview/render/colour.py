@@ -14,6 +14,7 @@ from galaxyview.render.look import mode_code
 
 LABELS = {"speed": "speed", "potential": "potential φ", "energy": "binding energy v²/2 + φ",
           "density": "log10 density", "galaxy": "galaxy of origin", "component": "component",
+          "population": "stellar population",
           "mass": "log10 mass", "vz": "vertical velocity", "z": "height z"}
 
 
@@ -50,7 +51,7 @@ def auto_range(mode: str, values: np.ndarray) -> tuple[float, float]:
         return 0.0, 1.0
     if len(v) > 200_000:
         v = v[:: len(v) // 200_000]
-    if mode == "galaxy" or mode_code(mode) == 0:
+    if mode_code(mode) != 2:
         return 0.0, max(float(v.max()), 1.0)
     lo = 0.0 if mode == "speed" else float(np.percentile(v, 1))
     hi = float(np.percentile(v, 99))

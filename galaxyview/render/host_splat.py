@@ -12,12 +12,12 @@ from vispy import gloo
 
 from galaxyview.light import LightView, splat
 from galaxyview.model.state import Component
-from galaxyview.render.look import COMPONENT_COLOURS, GALAXY_COLOURS
+from galaxyview.render.look import COMPONENT_COLOURS, GALAXY_COLOURS, POPULATION_COLOURS, table
 from galaxyview.render.particles import eye_gain
 
-_COMPONENTS = np.array([COMPONENT_COLOURS.get(c, COMPONENT_COLOURS[Component.STAR])
-                        for c in range(8)], np.float32)
+_COMPONENTS = table(COMPONENT_COLOURS, Component.STAR, 4)
 _GALAXIES = np.array(GALAXY_COLOURS, np.float32)
+_POPULATIONS = table(POPULATION_COLOURS, Component.STAR, 3)
 
 
 def light_view(camera, look, size, colouring, n: int) -> LightView:
@@ -28,7 +28,8 @@ def light_view(camera, look, size, colouring, n: int) -> LightView:
     projection, eyes = camera.eyes((w, h))
     return LightView(w, h, eyes[0, :16].reshape(4, 4), float(look.point_size),
                      eye_gain(n, eyes, look.point_size), mode, int(code), float(lo), float(hi),
-                     np.asarray(lut, np.float32), _COMPONENTS, _GALAXIES, projection, eyes)
+                     np.asarray(lut, np.float32), _COMPONENTS, _GALAXIES, projection, eyes,
+                     _POPULATIONS)
 
 
 class HostSplatter:

@@ -9,6 +9,8 @@ Save look… and read by `galaxyview record --look FILE` (docs/recording.md):
     tone_map = "exp"
     value_range = [0.0, 2.0]        # optional: the colour map's ends
     background = [0.0, 0.0, 0.015]
+    bloom = 0.5                     # optional: the glow of the brightest light (0: off)
+    bloom_radius = 8.0              # optional: its sigma, px of a 1080-line frame
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from galaxyview.model.validate import Table, read_toml
 from galaxyview.render.look import COLOUR_MAPS, COLOUR_MODES, TONE_MAPS, Look
 
 KEYS = ("point_size", "exposure", "colour_mode", "colour_map", "tone_map", "value_range",
-        "background")
+        "background", "bloom", "bloom_radius")
 
 
 def save_look(look: Look, path, overwrite: bool = False) -> Path:
@@ -31,7 +33,8 @@ def save_look(look: Look, path, overwrite: bool = False) -> Path:
     path = check_output_path(path, overwrite, ParameterError)
     doc = {"point_size": float(look.point_size), "exposure": float(look.exposure),
            "colour_mode": look.colour_mode, "colour_map": look.colour_map,
-           "tone_map": look.tone_map, "background": [float(v) for v in look.background[:3]]}
+           "tone_map": look.tone_map, "background": [float(v) for v in look.background[:3]],
+           "bloom": float(look.bloom), "bloom_radius": float(look.bloom_radius)}
     if look.value_range is not None:
         doc["value_range"] = [float(v) for v in look.value_range]
     text = "# a galaxyview look (docs/recording.md)\n" + tomli_w.dumps(doc)
@@ -59,6 +62,8 @@ def load_look(path) -> dict:
         "tone_map": t.string("tone_map", None, choices=TONE_MAPS),
         "value_range": t.vector("value_range", None, length=2),
         "background": t.vector("background", None, length=3),
+        "bloom": t.number("bloom", None, lo=0, hi=1),
+        "bloom_radius": t.number("bloom_radius", None, lo=0.5, hi=32),
     }
     t.finish()
     found = {k: (tuple(float(x) for x in v) if k in ("value_range", "background") else v)

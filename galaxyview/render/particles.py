@@ -1,5 +1,6 @@
-"""The particle renderer: additive gaussian sprites into a float light buffer, then exposure and
-tone mapping, then the octree overlay. Works in whatever GL context is current (gloo)."""
+"""The particle renderer: additive gaussian sprites into a float light buffer, then bloom
+(render/bloom.py), exposure and tone mapping, then the octree overlay. Works in whatever GL
+context is current (gloo)."""
 from __future__ import annotations
 
 import math
@@ -10,9 +11,10 @@ from vispy import gloo
 from galaxyview.light.kernel import EQUIRECT
 from galaxyview.model.state import Component
 from galaxyview.render import RenderError
+from galaxyview.render.bloom import Bloom
 from galaxyview.render.camera import Camera
-from galaxyview.render.look import (COMPONENT_COLOURS, GALAXY_COLOURS, TONE_MAPS, Look,
-                                    colour_lut, mode_code)
+from galaxyview.render.look import (COMPONENT_COLOURS, GALAXY_COLOURS, POPULATION_COLOURS,
+                                    TONE_MAPS, Look, colour_lut, mode_code, table)
 from galaxyview.resources import shaders_dir
 
 # One vertex per particle; kernels/render_pack.cu writes the same 6 floats. a_value: what the
@@ -87,13 +89,17 @@ class ParticleRenderer:
         self.ghost_offsets = np.zeros((0, 3), np.float32)  # images drawn with look.ghosts
         self._tonemap = gloo.Program(load_shader("tonemap.vert"), load_shader("tonemap.frag"))
         self._tonemap["a_xy"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
+        self._bloom = Bloom(load_shader("tonemap.vert"), load_shader("bloom.frag"))
         self._boxes = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
         self._outline = gloo.Program(load_shader("boxes.vert"), load_shader("boxes.frag"))
         self._outline_box = None
+        components = table(COMPONENT_COLOURS, Component.STAR, 4)
+        populations = table(POPULATION_COLOURS, Component.STAR, 3)
         for code in range(8):
-            rgba = COMPONENT_COLOURS.get(code, COMPONENT_COLOURS[Component.STAR])
+            rgba = tuple(float(c) for c in components[code])
             self._points[f"u_component[{code}]"] = rgba
             self._points[f"u_galaxy[{code}]"] = GALAXY_COLOURS[code]
+            self._points[f"u_population[{code}]"] = tuple(float(c) for c in populations[code])
             self._spheres[f"u_component[{code}]"] = rgba[:3]
         self._lut_name = self._sphere_lut = None
         self.vbo = None
@@ -265,17 +271,19 @@ class ParticleRenderer:
                 gloo.set_viewport(0, 0, w, h)
                 gloo.set_clear_color((0, 0, 0, 0))
                 self._draw_spheres(camera, mvp, (w, h))
-            self._tonemap["u_light"] = self._light
-        elif light is not None:
-            self._tonemap["u_light"] = light
-        else:
+            light = self._light
+        elif light is None:
             with self._light_buffer((w, h)):
                 gloo.set_viewport(0, 0, w, h)
                 gloo.set_clear_color((0, 0, 0, 0))
                 gloo.clear(color=True, depth=False)
                 if self.count:
                     self._draw_sprites(camera, (w, h))
-            self._tonemap["u_light"] = self._light
+            light = self._light
+        if look.bloom > 0 and not spheres:
+            light = self._bloom.apply(light, (w, h), look.bloom, look.bloom_radius,
+                                      look.exposure)
+        self._tonemap["u_light"] = light
         gloo.set_viewport(0, 0, w, h)
         gloo.set_state(blend=False, depth_test=False)
         t = self._tonemap

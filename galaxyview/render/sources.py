@@ -13,7 +13,7 @@ from galaxyview.render import RenderError
 from galaxyview.light.device import DEVICE_VALUES, SHUFFLE_STRIDE, VALUES_FROM_ENGINE
 from galaxyview.render.colour import engine_values
 from galaxyview.render.camera import FIT_SAMPLE
-from galaxyview.render.look import mode_code
+from galaxyview.render.look import BY_COMPONENT, mode_code
 from galaxyview.render.particles import VERTEX_DTYPE, ParticleRenderer, host_vertices
 
 BLOCK = 256
@@ -285,11 +285,11 @@ class DeviceSource:
             if n == 0:
                 return
             values = self.view.values(mode) if self.view.values is not None else None
-            on_device = mode == "component" or mode in DEVICE_VALUES or values is not None
+            on_device = mode in BY_COMPONENT or mode in DEVICE_VALUES or values is not None
             host = None if on_device else engine_vertices(self.engine, mode)
             if host is not None:
                 r.colour_range(mode, host["a_value"])
-            elif (mode != "component" and mode not in r.ranges
+            elif (mode not in BY_COMPONENT and mode not in r.ranges
                   and r.look.value_range is None):  # the map's ends, once a mode
                 r.colour_range(mode, self._device_array(values, n) if values is not None
                                else engine_values(self.engine, mode, count=RANGE_SAMPLE))

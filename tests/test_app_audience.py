@@ -1,0 +1,97 @@
+"""The audience output (app/audience.py): a frameless full-screen window on another screen
+showing the canvas's view at that screen's size, the operator's window unchanged."""
+import numpy as np
+import pytest
+
+pytest.importorskip("PyQt6.QtCore", reason="the window tests need PyQt6")
+
+from galaxyview.errors import GalaxyviewError  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+WAIT_MS = 30_000
+
+
+class _FakeScreen:
+    """A second screen beside the first (Xvfb gives one)."""
+
+    def __init__(self, x, w, h):
+        from PyQt6.QtCore import QRect
+
+        self._geometry = QRect(x, 0, w, h)
+
+    def geometry(self):
+        return self._geometry
+
+    def devicePixelRatio(self):
+        return 1.0
+
+    def name(self):
+        return "fake"
+
+
+def test_audience_window_on_the_second_screen(qtbot, monkeypatch):
+    from PyQt6.QtCore import Qt
+    from PyQt6.QtGui import QGuiApplication
+
+    from galaxyview.app import audience
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    first = QGuiApplication.primaryScreen()
+    with pytest.raises(GalaxyviewError, match="no screen 1"):
+        audience.audience_screen(len(QGuiApplication.screens()))  # one past the last
+    monkeypatch.setattr(QGuiApplication, "screens",
+                        staticmethod(lambda: [first, _FakeScreen(first.geometry().width(),
+                                                                 320, 200)]))
+    screen = audience.audience_screen(1)
+    w = MainWindow(ViewOptions(backend="cpu"))
+    w.open_source("plummer", 3000)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    own_after_draw = w.canvas.after_draw
+    a = audience.AudienceWindow(w, screen)
+    try:
+        a.open()
+        assert a.isFullScreen()
+        assert a.windowFlags() & Qt.WindowType.FramelessWindowHint
+        assert a.geometry() == screen.geometry()
+        assert a.size_px == (320, 200)
+        w.set_playing(True)  # the canvas paints each batch, and the audience with it
+        qtbot.waitUntil(lambda: a.frames >= 2, timeout=WAIT_MS)
+        w.set_playing(False)
+        picture = a.picture.pixmap().toImage()
+        assert (picture.width(), picture.height()) == (320, 200)
+        seen = np.array([[picture.pixelColor(x, y).lightness() for x in range(0, 320, 4)]
+                         for y in range(0, 200, 4)])
+        assert (seen > 40).mean() > 0.002  # the particles, lit
+        assert w.canvas.native.window() is w  # the canvas stays with the operator
+    finally:
+        a.close()
+    assert w.canvas.after_draw == own_after_draw  # given back
+    again = audience.AudienceWindow(w, screen)
+    seen = []
+    again.decorate = lambda rgb: seen.append(rgb.shape)
+    again.open()
+    w.set_playing(True)
+    qtbot.waitUntil(lambda: again.frames >= 1, timeout=WAIT_MS)
+    w.set_playing(False)
+    assert seen[0] == (200, 320, 3)
+    w.close()  # the operator's window closes: the audience output with it
+    assert not again.isVisible() and w.canvas.after_draw == own_after_draw
+    assert wait_for_workers(WAIT_MS)
+
+
+def test_show_refuses_a_screen_that_is_not_there(capsys, tmp_path):
+    import argparse
+
+    from galaxyview.cli import view
+
+    parser = argparse.ArgumentParser()
+    view.add_show_parser(parser.add_subparsers(dest="command"))
+    f = tmp_path / "one.toml"
+    f.write_text('[[item]]\nscene = "plummer"\nn = 500\n')
+    args = parser.parse_args(["show", str(f), "--audience-screen", "7", "--backend", "cpu",
+                              "--windowed", "--items", "1"])
+    assert view.run_show(args) == 2
+    assert "no screen 7 for the audience output" in capsys.readouterr().err
