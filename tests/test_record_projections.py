@@ -1,5 +1,7 @@
 """`galaxyview record --projection` on the CPU engine: dome masters as numbered PNG frames, 360
 movies with their metadata (movie/spherical.py), stereo, sizes up to 8K."""
+import re
+import subprocess
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -9,8 +11,8 @@ from PIL import Image
 from galaxyview.cli import record
 from galaxyview.movie.encoder import MovieWriter
 from galaxyview.movie.frames import FrameWriter
-from galaxyview.movie.spherical import (MetadataError, add_spherical_metadata, boxes,
-                                        read_spherical)
+from galaxyview.movie.spherical import (MetadataError, add_spherical_metadata,
+                                        add_stereo_metadata, boxes, read_spherical)
 from test_record import SCENE, parse, read_movie, run_cli
 
 FIXED = [*SCENE, "--steps-per-frame", "2"]  # the collapse's start, not its story's end
@@ -25,6 +27,45 @@ def spherical(path):
     root = ET.fromstring(xml)  # well-formed, or this raises
     assert root.tag == "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}SphericalVideo"
     return {child.tag.removeprefix(GS): child.text for child in root}
+
+
+def st3d(path):
+    """The payload of the st3d box among the video sample entry's children
+    (moov/trak/mdia/minf/stbl/stsd/avc1), walked here by hand; None: no st3d there."""
+    data = path.read_bytes()
+
+    def child(start, end, kind):
+        found = [(h, s, e) for k, h, s, e in boxes(data, start, end) if k == kind]
+        return found
+
+    (h, s, e), = child(0, len(data), b"moov")
+    for trak in child(s + h, e, b"trak"):
+        h, s, e = trak
+        (h, s, e), = child(s + h, e, b"mdia")
+        (hh, hs, _), = child(s + h, e, b"hdlr")
+        if data[hs + hh + 8:hs + hh + 12] != b"vide":
+            continue
+        for kind in (b"minf", b"stbl", b"stsd"):
+            (h, s, e), = child(s + h, e, kind)
+        assert data[s + h + 4:s + h + 8] == b"\0\0\0\1"  # stsd: one sample entry
+        (kind, h, s, e), = boxes(data, s + h + 8, e)
+        assert kind == b"avc1"
+        found = child(s + h + 78, e, b"st3d")  # after the VisualSampleEntry's fields
+        assert len(found) <= 1
+        if found:
+            (h, s, e), = found
+            return data[s + h:e]
+    return None
+
+
+def ffmpeg_stereo(path) -> str | None:
+    """The stereo 3D side data `ffmpeg -i` prints for the movie, or None."""
+    import imageio_ffmpeg
+
+    out = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", str(path)],
+                         capture_output=True, text=True, timeout=120).stderr
+    found = re.search(r"stereo ?3d: ([a-z ]+)", out, re.IGNORECASE)
+    return found.group(1).strip() if found else None
 
 
 def test_dome_master_as_numbered_png_frames(tmp_path, capsys):
@@ -66,12 +107,29 @@ def test_360_movies_carry_spherical_metadata(tmp_path, capsys, projection, stere
     fields = spherical(out)
     assert fields["Spherical"] == "true" and fields["ProjectionType"] == "equirectangular"
     assert fields.get("StereoMode") == stereo
+    assert st3d(out) == (None if stereo is None else b"\0\0\0\0\1")  # V2: top-bottom
     meta, frames = read_movie(out)  # the chunk offsets moved with the new box: it decodes
     assert meta["size"] == (192, 96) and len(frames) == 4
     assert all((f.max(axis=-1) > 40).mean() > 0.01 for f in frames)
     flat = tmp_path / "flat.mp4"
     assert run_cli([*FIXED, "-o", str(flat), "--frames", "2", "--size", "96x64"]) == 0
-    assert spherical(flat) is None
+    assert spherical(flat) is None and st3d(flat) is None
+    assert ffmpeg_stereo(flat) is None
+
+
+@pytest.mark.parametrize("projection, mode, said", [("stereo-sbs", 2, "side by side"),
+                                                    ("stereo-tb", 1, "top and bottom")])
+def test_flat_stereo_movies_carry_st3d(tmp_path, capsys, projection, mode, said):
+    out = tmp_path / f"{projection}.mp4"
+    code = run_cli([*FIXED, "-o", str(out), "--frames", "3", "--size", "128x96",
+                    "--projection", projection])
+    assert code == 0, capsys.readouterr().err
+    assert st3d(out) == bytes([0, 0, 0, 0, mode])  # version 0, flags 0, stereo_mode
+    assert spherical(out) is None  # not 360
+    meta, frames = read_movie(out)  # the chunk offsets moved with the new box: it decodes
+    assert meta["size"] == (128, 96) and len(frames) == 3
+    assert all((f.max(axis=-1) > 40).mean() > 0.01 for f in frames)
+    assert ffmpeg_stereo(out) == said  # ffmpeg reads the box as the stream's stereo 3D
 
 
 def test_stereo_pair_halves_show_the_same_scene(tmp_path, capsys):
@@ -105,6 +163,16 @@ def test_metadata_box_keeps_the_frames_and_is_added_once(tmp_path):
     assert spherical(path) == {"Spherical": "true", "Stitched": "true",
                                "StitchingSoftware": "galaxyview",
                                "ProjectionType": "equirectangular"}
+    assert st3d(path) is None  # mono 360
+    add_stereo_metadata(path, "left-right")
+    size = path.stat().st_size
+    add_stereo_metadata(path, "left-right")
+    add_spherical_metadata(path, "left-right")  # both there already: unchanged
+    assert path.stat().st_size == size and st3d(path) == b"\0\0\0\0\2"
+    _, after = read_movie(path)
+    assert len(after) == 5 and all(np.array_equal(a, b) for a, b in zip(before, after))
+    with pytest.raises(ValueError, match="top-bottom or left-right"):
+        add_stereo_metadata(path, "mono")
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"\x00\x00\x00\x10ftypisom\x00\x00\x00\x00")
     with pytest.raises(MetadataError, match="no moov"):

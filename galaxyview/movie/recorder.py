@@ -262,6 +262,21 @@ def annotations(sim, renderer, options: RecordOptions, si: bool):
     return annotate
 
 
+STEREO_LAYOUT = {"stereo-sbs": "left-right", "stereo-tb": "top-bottom", "ods": "top-bottom"}
+
+
+def add_metadata(path, projection: Projection) -> None:
+    """What players need to know of a projection's mp4 (movie/spherical.py): 360 movies get the
+    Spherical Video V1 XML, stereo ones (flat or 360) the V2 st3d box with their layout."""
+    from galaxyview.movie.spherical import add_spherical_metadata, add_stereo_metadata
+
+    stereo = STEREO_LAYOUT.get(projection.name, "mono")
+    if projection.name in WRAPS:
+        add_spherical_metadata(path, stereo)
+    elif stereo != "mono":
+        add_stereo_metadata(path, stereo)
+
+
 def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=None,
                       renderer=None, show_progress: bool = True) -> RecordResult:
     """Record `options.frames` frames of a loaded Simulation into `writer`, then close it.
@@ -314,9 +329,7 @@ def record_simulation(sim, writer: MovieWriter, options: RecordOptions, *, look=
         writer.abort()
         return RecordResult(None, 0, options.frames, interrupted, failure)
     path = writer.close()
-    if options.projection.name in WRAPS and isinstance(writer, MovieWriter):
-        from galaxyview.movie.spherical import add_spherical_metadata
-
-        add_spherical_metadata(path, "top-bottom" if options.projection.stereo else "mono")
+    if isinstance(writer, MovieWriter):
+        add_metadata(path, options.projection)
     return RecordResult(path, done, options.frames, interrupted, failure,
                         time.perf_counter() - start, sim.engine.time, spent)
