@@ -95,3 +95,47 @@ def test_show_refuses_a_screen_that_is_not_there(capsys, tmp_path):
                               "--windowed", "--items", "1"])
     assert view.run_show(args) == 2
     assert "no screen 7 for the audience output" in capsys.readouterr().err
+
+
+def test_record_button_records_the_audience_output(qtbot, monkeypatch, tmp_path):
+    """With an audience output open, Record writes its pictures (its size, its decorations);
+    closed, the canvas again."""
+    import imageio
+
+    from galaxyview.app import audience
+    from galaxyview.app.window import MainWindow, ViewOptions, wait_for_workers
+
+    w = MainWindow(ViewOptions(backend="cpu"))
+    w.open_source("plummer", 1500)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    a = audience.AudienceWindow(w, _FakeScreen(w.geometry().right() + 1, 322, 181))
+    a.decorate = lambda rgb: rgb.__setitem__((slice(0, 20), slice(0, 30)), 255)  # a white mark
+    a.open()
+    assert w.audience is a
+    w.set_playing(True)
+    qtbot.waitUntil(lambda: a.frames >= 2, timeout=WAIT_MS)  # the particles are there
+    out = tmp_path / "audience.mp4"
+    assert w.start_recording(out, fps=20)
+    assert w.recorder.size == (322, 180)  # even sides for H.264
+    assert w.hud_info().recording == "322x180 audience"
+    assert w.panel.record.text() == "Stop recording (322x180 audience)"
+    qtbot.waitUntil(lambda: a.frames >= 5 and w.recorder.frames >= 5, timeout=WAIT_MS)
+    w.set_playing(False)
+    assert w.stop_recording() == out
+    with imageio.get_reader(out, "ffmpeg") as movie:
+        frames = [f for f in movie]
+        size = movie.get_meta_data()["size"]
+    assert tuple(size) == (322, 180) and len(frames) >= 5
+    for f in frames:
+        assert f[2:18, 2:28].min() > 200  # the audience's picture, decorated
+        assert (f[40:].max(axis=-1) > 40).mean() > 0.002  # the particles, lit
+    a.close()
+    assert w.audience is None
+    assert w.start_recording(tmp_path / "window.mp4", fps=20)
+    cw, ch = w.canvas.physical_size
+    assert w.recorder.size == (cw - cw % 2, ch - ch % 2)  # the canvas again
+    assert w.stop_recording() is not None
+    w.close()
+    assert wait_for_workers(WAIT_MS)

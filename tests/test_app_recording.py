@@ -26,6 +26,7 @@ def test_record_writes_a_movie_in_real_time(qtbot, tmp_path):
     recorded_size = w.recorder.size
     cw, ch = w.canvas.physical_size
     assert recorded_size == (cw - cw % 2, ch - ch % 2)  # even sides for H.264
+    assert w.hud_info().recording == f"{recorded_size[0]}x{recorded_size[1]} window"
     assert w.stop_recording() == out and not w.panel.record.isChecked()
     with imageio.get_reader(out, "ffmpeg") as movie:
         frames = [f for f in movie]

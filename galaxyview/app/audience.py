@@ -7,7 +7,8 @@ drawn again at the audience screen's size into an offscreen buffer (ViewerCanvas
 and shown in a frameless full-screen window there. That costs a second draw and a read-back a
 frame. Qt widgets over the operator's canvas (the HUD, the show's captions, names and scale
 bar) are not in that picture; `decorate(rgb)`, when set, draws over it in numpy (for example
-movie/caption.py's draw_caption)."""
+movie/caption.py's draw_caption). The window's Record button records this picture
+(`current()`, app/recording.py) while an audience output is open."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,8 +34,9 @@ def audience_screen(index: int = 1):
 class AudienceWindow(QWidget):
     """Full screen, without a frame or cursor, on `screen` (a QScreen, or anything with its
     geometry() and devicePixelRatio()); shows `window.canvas`'s view drawn at that screen's
-    pixels after each paint of the canvas; it closes with the operator's window. close() gives
-    the canvas back its own after_draw."""
+    pixels after each paint of the canvas; it closes with the operator's window. While open it
+    is `window.audience`, which the Record button records. close() gives the canvas back its
+    own after_draw."""
 
     def __init__(self, window, screen):
         super().__init__(None, Qt.WindowType.Window | Qt.WindowType.FramelessWindowHint)
@@ -44,6 +46,7 @@ class AudienceWindow(QWidget):
         self.canvas = window.canvas
         self.decorate = None  # (rgb) -> None: drawn over each picture
         self.frames = 0  # pictures shown
+        self._rgb = None  # the last picture (QImage keeps a pointer to it)
         geometry = screen.geometry()
         ratio = float(screen.devicePixelRatio())
         self.size_px = (max(16, round(geometry.width() * ratio)),
@@ -60,6 +63,7 @@ class AudienceWindow(QWidget):
         self._chained = self.canvas.after_draw
         self.canvas.after_draw = self._after_draw
         self._operator = window
+        window.audience = self
         window.installEventFilter(self)
 
     def open(self) -> None:
@@ -68,12 +72,21 @@ class AudienceWindow(QWidget):
     def _after_draw(self) -> None:
         if self._chained is not None:
             self._chained()
-        if not self.isVisible():
-            return
+        if self.isVisible():
+            self._draw()
+
+    def current(self) -> np.ndarray:
+        """What the audience sees: the last picture shown, or one drawn now when there is none;
+        (h, w, 3) uint8 of size_px."""
+        if self._rgb is None:
+            self._draw()
+        return self._rgb
+
+    def _draw(self) -> None:
         rgb = self.canvas.render_image(self.size_px)
         if self.decorate is not None:
             self.decorate(rgb)
-        self._rgb = np.ascontiguousarray(rgb)  # QImage keeps a pointer to it
+        self._rgb = np.ascontiguousarray(rgb)
         h, w = self._rgb.shape[:2]
         image = QImage(self._rgb.data, w, h, 3 * w, QImage.Format.Format_RGB888)
         self.picture.setPixmap(QPixmap.fromImage(image))
@@ -88,4 +101,6 @@ class AudienceWindow(QWidget):
         if self.canvas.after_draw == self._after_draw:
             self.canvas.after_draw = self._chained
         self._operator.removeEventFilter(self)
+        if self._operator.audience is self:
+            self._operator.audience = None
         super().closeEvent(event)

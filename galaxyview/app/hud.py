@@ -31,7 +31,7 @@ class HudInfo:
     notice: str = ""  # a drawing problem and its fix (e.g. CUDA-GL interop unavailable)
     accuracy: object = None  # the live force check (jobs.accuracy.LiveAccuracy)
     playing: bool = False
-    recording: bool = False
+    recording: str = ""  # what a movie being recorded gets: "1280x720 window"; "": none
     ring: str = ""  # ring_line() of a ring scene
 
 
@@ -67,11 +67,11 @@ def ring_line(stats, collisions: int, deferred: int = 0) -> str:
             f"{collisions:,} collisions/step{late} · {stats.orbits:.2f} orbits")
 
 
-def describe(session, canvas, playing: bool, recording: bool) -> HudInfo:
+def describe(session, canvas, playing: bool, recording: str = "") -> HudInfo:
     """The HUD's numbers for `session` (None: rates only) drawn on `canvas`."""
     split = canvas.clock.split()
     if session is None:
-        return HudInfo(fps=canvas.frame_rate, draw_ms=split.draw_ms)
+        return HudInfo(fps=canvas.frame_rate, draw_ms=split.draw_ms, recording=recording)
     f, units, engine = session.last, session.sim.units, session.engine
     t = f.time if f else 0.0
     step_ms = f.step_ms if f and f.step_ms else 0.0
@@ -95,7 +95,7 @@ def hud_text(info: HudInfo) -> str:
     de = "dE/E = –" if info.energy_error is None else f"dE/E = {info.energy_error:+.2e}"
     state = "playing" if info.playing else "paused"
     if info.recording:
-        state += " · REC"
+        state += f" · REC {info.recording}"
     rates = f"{info.fps:5.1f} fps   step {info.step_ms:7.2f} ms   draw {info.draw_ms:6.2f} ms"
     if info.limit:
         rates += f"   wait {info.wait_ms:6.2f} ms ({info.limit} limits)"

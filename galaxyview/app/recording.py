@@ -2,7 +2,8 @@
 
 A movie is recorded at a fixed frame rate on the wall clock: when the window draws slower than
 the movie's rate, the last image is repeated, so movie time stays real time whatever the UI
-frame rate is."""
+frame rate is. While a show has an audience output (app/audience.py), the movie is what the
+audience sees, at its screen's size: the pictures that output shows, not a draw of its own."""
 from __future__ import annotations
 
 import os
@@ -32,13 +33,18 @@ def even_size(size) -> tuple[int, int]:
 
 
 class CanvasRecorder(QObject):
-    def __init__(self, canvas, path, fps: int = 30, overwrite: bool = False, parent=None):
+    """Records `canvas` at its size, or with `audience` (an AudienceWindow) the audience output's
+    pictures at theirs (cut to even sides)."""
+
+    def __init__(self, canvas, path, fps: int = 30, overwrite: bool = False, parent=None,
+                 audience=None):
         super().__init__(parent)
         from galaxyview.movie.encoder import MovieWriter
 
-        self.canvas = canvas
+        self.canvas, self.audience = canvas, audience
         self.fps = int(fps)
-        self.size = even_size(canvas.physical_size)
+        self.size = even_size(canvas.physical_size if audience is None else audience.size_px)
+        self.what = f"{self.size[0]}x{self.size[1]} {'window' if audience is None else 'audience'}"
         self.writer = MovieWriter(path, fps=self.fps, size=self.size, overwrite=overwrite)
         self.frames = 0
         self._t0 = time.perf_counter()
@@ -52,7 +58,10 @@ class CanvasRecorder(QObject):
         due = int((time.perf_counter() - self._t0) * self.fps) + 1
         if due <= self.frames:
             return
-        rgb = self.canvas.render_image(self.size)
+        if self.audience is None:
+            rgb = self.canvas.render_image(self.size)
+        else:
+            rgb = self.audience.current()[:self.size[1], :self.size[0]]
         while self.frames < due:
             self.writer.add_frame(rgb)
             self.frames += 1
@@ -102,7 +111,7 @@ class RecordingActions:
 
     def start_recording(self, path, fps: int = 30, overwrite: bool = False) -> bool:
         try:
-            self.recorder = CanvasRecorder(self.canvas, path, fps, overwrite, self)
+            self.recorder = CanvasRecorder(self.canvas, path, fps, overwrite, self, self.audience)
         except GalaxyviewError as exc:
             self.show_error("Cannot record", str(exc))
             self.recorder = None
@@ -123,9 +132,9 @@ class RecordingActions:
         return path
 
     def _show_recording(self) -> None:
-        on = self.recorder is not None
+        on = self.recorder is not None  # the HUD and the button say what is recorded
         self.panel.record.setChecked(on)
-        self.panel.record.setText("Stop recording" if on else "Record…")
+        self.panel.record.setText(f"Stop recording ({self.recorder.what})" if on else "Record…")
 
     def screenshot_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save a screenshot",

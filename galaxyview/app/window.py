@@ -60,6 +60,7 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
         self.step_frames = 0  # step batches drawn since the window opened
         self.stop_at_frame = None  # pause once this many are drawn (--screenshot)
         self.recorder = None
+        self.audience = None  # the audience output while open (app/audience.py): Record records it
         self.last_error = self.error_dialog = self.help_dialog = None
         self.final_frame = None  # the last state reported before the window closed
         self.show_controller = None  # app/show.py, in show mode
@@ -198,7 +199,8 @@ class MainWindow(SceneActions, PlaybackActions, LookActions, RecordingActions, K
             self.showFullScreen()
 
     def hud_info(self) -> hud.HudInfo:
-        return hud.describe(self.session, self.canvas, self.playing, self.recorder is not None)
+        recording = self.recorder.what if self.recorder is not None else ""
+        return hud.describe(self.session, self.canvas, self.playing, recording)
 
     def settings_source(self) -> str | None:
         """The scene or snapshot shown when the window was last closed (None: not kept)."""
