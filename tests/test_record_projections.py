@@ -50,10 +50,11 @@ def st3d(path):
         assert data[s + h + 4:s + h + 8] == b"\0\0\0\1"  # stsd: one sample entry
         (kind, h, s, e), = boxes(data, s + h + 8, e)
         assert kind == b"avc1"
-        found = child(s + h + 78, e, b"st3d")  # after the VisualSampleEntry's fields
-        assert len(found) <= 1
-        if found:
-            (h, s, e), = found
+        kinds = [k for k, *_ in boxes(data, s + h + 78, e)]  # after the entry's fields
+        assert kinds[0] == b"avcC" and kinds.count(b"st3d") <= 1
+        if b"st3d" in kinds:  # before the optional boxes at the end (btrt, pasp)
+            assert not {b"btrt", b"pasp", b"clap"} & set(kinds[:kinds.index(b"st3d")])
+            (h, s, e), = child(s + h + 78, e, b"st3d")
             return data[s + h:e]
     return None
 

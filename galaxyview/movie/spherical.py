@@ -21,6 +21,7 @@ CONTAINERS = {b"moov", b"trak", b"mdia", b"minf", b"stbl"}
 STEREO_MODES = ("mono", "top-bottom", "left-right")  # V1 StereoMode; V2 st3d's stereo_mode: index
 STSD_HEADER = 8  # stsd: version and flags, entry count; then the sample entries
 VISUAL_ENTRY_HEADER = 78  # a VisualSampleEntry's fields before its child boxes (avcC, st3d, ...)
+TRAILING = {b"clap", b"pasp", b"btrt"}  # optional boxes that end a sample entry: st3d goes before
 
 
 class MetadataError(GalaxyviewError):
@@ -117,7 +118,9 @@ def _rebuild(data: bytes, start: int, end: int, trak: bytes, entry: bytes, shift
             sample = data[s2:s2 + h2 + VISUAL_ENTRY_HEADER]
             if len(sample) != h2 + VISUAL_ENTRY_HEADER:
                 raise MetadataError(f"damaged video sample entry {k2!r}")
-            children = data[s2 + h2 + VISUAL_ENTRY_HEADER:e2] + entry
+            first_child = s2 + h2 + VISUAL_ENTRY_HEADER
+            at = next((s3 for k3, _, s3, _ in boxes(data, first_child, e2) if k3 in TRAILING), e2)
+            children = data[first_child:at] + entry + data[at:e2]
             out.append(_box(kind, data[s + header:first] + _box(k2, sample[h2:] + children)
                             + data[e2:e]))
         elif kind in (b"stco", b"co64") and shift:
