@@ -174,6 +174,17 @@ def test_metadata_box_keeps_the_frames_and_is_added_once(tmp_path):
     assert len(after) == 5 and all(np.array_equal(a, b) for a, b in zip(before, after))
     with pytest.raises(ValueError, match="top-bottom or left-right"):
         add_stereo_metadata(path, "mono")
+    empty = tmp_path / "empty.mp4"  # a video track whose stsd lists no sample entry
+
+    def box(kind, *inner):
+        return (8 + sum(map(len, inner))).to_bytes(4, "big") + kind + b"".join(inner)
+
+    hdlr = box(b"hdlr", bytes(8), b"vide", bytes(12), b"\0")
+    stbl = box(b"stbl", box(b"stsd", bytes(8)))
+    empty.write_bytes(box(b"ftyp", b"isom", bytes(4))
+                      + box(b"moov", box(b"trak", box(b"mdia", hdlr, box(b"minf", stbl)))))
+    with pytest.raises(MetadataError, match="no sample entry"):
+        add_stereo_metadata(empty, "top-bottom")
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"\x00\x00\x00\x10ftypisom\x00\x00\x00\x00")
     with pytest.raises(MetadataError, match="no moov"):

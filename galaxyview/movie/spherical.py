@@ -114,7 +114,10 @@ def _rebuild(data: bytes, start: int, end: int, trak: bytes, entry: bytes, shift
             out.append(_box(kind, inner))
         elif kind == b"stsd" and in_video and entry:
             first = s + header + STSD_HEADER
-            (k2, h2, s2, e2), *_ = boxes(data, first, e)
+            found = next(boxes(data, first, e), None)
+            if found is None:
+                raise MetadataError("the video track has no sample entry")
+            k2, h2, s2, e2 = found
             sample = data[s2:s2 + h2 + VISUAL_ENTRY_HEADER]
             if len(sample) != h2 + VISUAL_ENTRY_HEADER:
                 raise MetadataError(f"damaged video sample entry {k2!r}")
@@ -218,7 +221,10 @@ def read_stereo_bytes(moov: bytes) -> int | None:
         header, s, e = found
         found = _child(moov, s + header, e, kind)
     header, s, e = found
-    (_, h2, s2, e2), *_ = boxes(moov, s + header + STSD_HEADER, e)
+    sample = next(boxes(moov, s + header + STSD_HEADER, e), None)
+    if sample is None:
+        return None
+    _, h2, s2, e2 = sample
     st3d = _child(moov, s2 + h2 + VISUAL_ENTRY_HEADER, e2, b"st3d")
     if st3d is None:
         return None
