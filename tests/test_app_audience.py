@@ -139,3 +139,42 @@ def test_record_button_records_the_audience_output(qtbot, monkeypatch, tmp_path)
     assert w.stop_recording() is not None
     w.close()
     assert wait_for_workers(WAIT_MS)
+
+
+def test_the_viewer_opens_an_audience_output(monkeypatch, tmp_path, capsys):
+    """`galaxyview SCENE --audience-screen N`: the viewer (not only the show) sends its picture
+    to the audience screen while it runs, and closes it with the window."""
+    import argparse
+
+    from galaxyview.app import audience
+    from galaxyview.cli import view
+
+    seen = []
+    monkeypatch.setattr(audience, "audience_screen", lambda i: _FakeScreen(2000, 320, 200))
+    close = audience.AudienceWindow.close
+
+    def closing(self):
+        seen.append((self.size_px, self.frames))
+        return close(self)
+
+    monkeypatch.setattr(audience.AudienceWindow, "close", closing)
+    parser = argparse.ArgumentParser()
+    view.add_view_arguments(parser)
+    shot = tmp_path / "w.png"
+    args = parser.parse_args(["plummer", "--backend", "cpu", "--n", "800", "--audience-screen",
+                              "1", "--screenshot", str(shot), "--frames", "5"])
+    assert view.run_view(args) == 0 and shot.exists()
+    assert seen and seen[0][0] == (320, 200) and seen[0][1] >= 1
+
+
+def test_the_viewer_refuses_a_screen_that_is_not_there(capsys):
+    import argparse
+
+    from galaxyview.cli import view
+
+    parser = argparse.ArgumentParser()
+    view.add_view_arguments(parser)
+    args = parser.parse_args(["plummer", "--backend", "cpu", "--n", "500",
+                              "--audience-screen", "7"])
+    assert view.run_view(args) == 2
+    assert "no screen 7 for the audience output" in capsys.readouterr().err

@@ -171,11 +171,31 @@ def _exec(app, window, quit_on: QuitOnSignal) -> int | None:
     return quit_on.code
 
 
-def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
+def _audience_output(window, screen, decorate=None):
+    """The audience output (app/audience.py) on `screen`, opened; None without a screen."""
+    if screen is None or not window.isVisible():
+        return None
+    from galaxyview.app.audience import AudienceWindow
+
+    output = AudienceWindow(window, screen)
+    output.decorate = decorate
+    output.open()
+    return output
+
+
+def _audience_screen(index: int | None):
+    from galaxyview.app.audience import audience_screen
+
+    return audience_screen(index) if index is not None else None
+
+
+def run_window(options: ViewOptions, screenshot=None, frames: int = 10,
+               audience: int | None = None) -> int:
     """Open the window on options.source, playing; returns the exit code (130 or 143 when
     closed by SIGINT or SIGTERM). Errors before the window opens (a bad scene, no GPU, no
-    OpenGL) raise GalaxyviewError."""
+    OpenGL, no screen `audience` for the audience output) raise GalaxyviewError."""
     app = _application()
+    screen = _audience_screen(audience)
     window = MainWindow(options, settings.open_settings())
     try:
         window.open_source(options.source or window.settings_source() or default_source(),
@@ -192,7 +212,12 @@ def run_window(options: ViewOptions, screenshot=None, frames: int = 10) -> int:
         run = None
         window.set_playing(True)
         _announce(window, True)
-    code = _exec(app, window, quit_on)
+    output = _audience_output(window, screen)
+    try:
+        code = _exec(app, window, quit_on)
+    finally:
+        if output is not None:
+            output.close()
     last = window.final_frame
     if run is None and last is not None:
         print(f"galaxyview: closed after {last.steps_done} steps (t = {last.time:.4g} N-body)",
@@ -207,11 +232,10 @@ def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int
     """Play `playlist` (model/playlist.py) until closed, or for `items` scenes; returns the
     exit code (1 when no scene of it could be opened). audience: the index of a screen for
     the audience output (app/audience.py), the window staying with the operator."""
-    from galaxyview.app.audience import AudienceWindow, audience_screen
     from galaxyview.app.show import ShowController
 
     app = _application()
-    screen = audience_screen(audience) if audience is not None else None
+    screen = _audience_screen(audience)
     window = MainWindow(options)
     show = ShowController(window, playlist, fullscreen, items, text_scale)
     count = len(playlist.items)
@@ -220,11 +244,7 @@ def run_show(options: ViewOptions, playlist, fullscreen: bool = True, items: int
           f"other key or a mouse move hands you the controls; Ctrl+Q or Ctrl-C quits", flush=True)
     quit_on = QuitOnSignal(window)
     show.start()
-    output = None
-    if screen is not None and window.isVisible():
-        output = AudienceWindow(window, screen)
-        output.decorate = show.decorate
-        output.open()
+    output = _audience_output(window, screen, show.decorate)
     if not window.isVisible():  # nothing could be opened
         quit_on.restore()
         wait_for_workers()

@@ -13,6 +13,12 @@ from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path
 
 
+def add_audience(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--audience-screen", type=int, metavar="N",
+                        help="also show the picture full screen on screen N (0 the first; a "
+                             "projector is usually 1), the window staying with the operator")
+
+
 def add_view_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", nargs="?", metavar="SCENE",
                         help="a shipped scene's name, a .toml scene file, a snapshot or an "
@@ -23,6 +29,7 @@ def add_view_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulation steps per drawn frame (default: on the CPU engine the "
                              "scene's pace, so that its story plays in about a minute; else 1)")
     common.add_projection(parser)
+    add_audience(parser)
     parser.add_argument("--screenshot", metavar="FILE.png",
                         help="run --frames frames, save the canvas as a PNG and exit")
     parser.add_argument("--overwrite", action="store_true",
@@ -56,9 +63,7 @@ def add_show_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--scale-bar", action="store_true",
                    help="a scale bar in the scene's length unit, perspective only (the "
                         "playlist's scale_bar)")
-    p.add_argument("--audience-screen", type=int, metavar="N",
-                   help="also show the picture full screen on screen N (0 the first; a "
-                        "projector is usually 1), the window staying with the operator")
+    add_audience(p)
     return p
 
 
@@ -143,7 +148,7 @@ def run_view(args) -> int:
                               engine=common.engine_options(args),
                               steps_per_frame=args.steps_per_frame,
                               projection=common.projection_of(args))
-        return run_window(options, args.screenshot, args.frames)
+        return run_window(options, args.screenshot, args.frames, audience=args.audience_screen)
     except GalaxyviewError as exc:
         print(f"galaxyview: error: {exc}", file=sys.stderr)
         return 2
