@@ -202,7 +202,26 @@ def test_auto_falls_back_when_compiling_fails(monkeypatch):
 
 
 def test_first_start_says_it_is_compiling(monkeypatch):
+    """numba's cache missed the first kernels: the line shows at once, whatever the wait."""
+    misses = iter(range(100))
+    monkeypatch.setattr(numba_engine, "cache_misses", lambda *modules: next(misses))
     monkeypatch.setattr(numba_engine, "_warm", False)
     stream = io.StringIO()
-    numba_engine.warm_up(stream, announce_after=0)
-    assert "compiling the CPU engine" in stream.getvalue() and "4/4" in stream.getvalue()
+    numba_engine.warm_up(stream, announce_after=600)
+    assert "compiling the CPU engine (first start only)" in stream.getvalue()
+    assert "4/4" in stream.getvalue()
+
+
+def test_a_cache_load_does_not_say_compiling(monkeypatch):
+    """Kernels loaded (here: already in the process): no "compiling"; a slow load (here: any)
+    says "loading"; a quick one nothing (tests/test_numba_setup.py: a fresh process)."""
+    warm_up = numba_engine.warm_up
+    monkeypatch.setattr(numba_engine, "_warm", False)
+    stream = io.StringIO()
+    warm_up(stream, announce_after=0)
+    assert "compiling" not in stream.getvalue()
+    assert "loading the CPU engine's compiled kernels" in stream.getvalue()
+    monkeypatch.setattr(numba_engine, "_warm", False)
+    stream = io.StringIO()
+    warm_up(stream, announce_after=600)
+    assert stream.getvalue() == ""
