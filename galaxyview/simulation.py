@@ -36,7 +36,9 @@ INITIAL_SAMPLE = 1 << 18  # particles of an initial state made in parts kept on 
 PROGRESS_FROM = 1 << 20  # scenes of this many particles or more show their making (CLI, window)
 # the command line's words in engine messages, and the API's for them
 _API_WORDS = ((re.compile(r"--backend (\w+)"), r'backend="\1"'),
+              (re.compile(r"--device (\d+)"), r"device=\1"),
               (re.compile(r"--device\b"), "device="), (re.compile(r"\(--n\)"), "(n=)"),
+              (re.compile(r"--threads N\b"), "the GALAXYVIEW_THREADS environment variable"),
               (re.compile(r"--overwrite\b"), "overwrite=True"))
 
 

@@ -331,6 +331,11 @@ def test_engine_errors_name_api_arguments_not_flags(monkeypatch):
     with pytest.raises(gv.EngineError) as info:
         gv.Simulation.from_arrays(np.zeros((1, 3)), None, 1.0, backend="gpu")
     assert 'use backend="cpu"' in str(info.value) and "--" not in str(info.value)
+    with pytest.raises(gv.EngineError) as info:
+        gv.open("plummer", backend="cpu", n=64, device=1)
+    text = str(info.value)
+    assert "device=1 chooses a GPU" in text and 'backend="gpu"' in text and "--" not in text
+    assert "GALAXYVIEW_THREADS" in text
     with pytest.raises(gv.ParameterError) as info:
         gv.open("antennae", backend="cpu", n=3)
     assert "(n=)" in str(info.value) and "--n" not in str(info.value)

@@ -167,6 +167,18 @@ def test_thread_settings_are_checked(monkeypatch, capsys):
     assert "--threads" in capsys.readouterr().err
 
 
+def test_device_is_refused_on_the_cpu_engines(capsys):
+    """--device chooses a GPU: with a CPU backend it is an error saying so, not ignored."""
+    for backend in ("cpu", "reference"):
+        with pytest.raises(EngineError, match="--device 1 chooses a GPU.*--threads N"):
+            resolve_backend(backend, 1)
+    assert resolve_backend("cpu", 0)[0] == "cpu"  # the default
+    assert main(["run", "plummer", "--backend", "cpu", "--device", "1", "--n", "256",
+                 "--steps", "1"]) == 2
+    assert "--device 1 chooses a GPU; the CPU engines run on this machine's cores" in \
+        capsys.readouterr().err
+
+
 def test_backend_names():
     assert resolve_backend("cpu")[0] == "cpu"
     assert resolve_backend("reference")[0] == "reference"
