@@ -41,8 +41,12 @@ def wide_vectors(features=None) -> bool:
     host's, `features` for a test, less the preference for 256 bits); True when set."""
     if numba.config.CPU_FEATURES is not None or numba.config.CPU_NAME:
         return False
-    features = llvm.get_host_cpu_features() if features is None else features
-    if not features.get("avx512f"):
+    if features is None:
+        try:
+            features = llvm.get_host_cpu_features()
+        except RuntimeError:  # LLVM cannot list them on some hosts: numba then uses none
+            return False
+    if not features.get("avx512f"):  # AVX2, arm64's NEON (no such key): numba's own choice
         return False
     if target_ready():  # too late for this process: keep config and target in agreement
         log.debug("numba's CPU target was set up before galaxyview: 256-bit vectors")

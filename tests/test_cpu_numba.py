@@ -179,6 +179,19 @@ def test_device_is_refused_on_the_cpu_engines(capsys):
         capsys.readouterr().err
 
 
+def test_threads_without_an_affinity_mask(monkeypatch):
+    """macOS (and Windows) have no os.sched_getaffinity: every CPU the OS counts, at least 1."""
+    monkeypatch.delattr(threads.os, "sched_getaffinity", raising=False)
+    monkeypatch.delenv(threads.ENV, raising=False)
+    monkeypatch.setattr(threads, "_chosen", None)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 6)
+    assert threads.available_cpus() == 6 and threads.count() == 6
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: None)  # unknown
+    assert threads.available_cpus() == 1 and threads.count() == 1 and threads.workers() == 1
+    monkeypatch.setenv(threads.ENV, "3")
+    assert threads.count() == 3
+
+
 def test_backend_names():
     assert resolve_backend("cpu")[0] == "cpu"
     assert resolve_backend("reference")[0] == "reference"

@@ -114,6 +114,19 @@ def test_wide_vectors_only_with_avx512(monkeypatch):
     assert not numba_setup.wide_vectors(wide) and numba.config.CPU_FEATURES is None
 
 
+def test_wide_vectors_where_llvm_cannot_list_features(monkeypatch):
+    """LLVM raises where it cannot read the host's features (numba then uses none): left
+    alone, importing galaxyview still works."""
+    def unreadable():
+        raise RuntimeError("failed to get host cpu features")
+
+    monkeypatch.setattr(numba.config, "CPU_FEATURES", None)
+    monkeypatch.setattr(numba.config, "CPU_NAME", None)
+    monkeypatch.setattr(numba_setup, "target_ready", lambda: False)
+    monkeypatch.setattr(numba_setup.llvm, "get_host_cpu_features", unreadable)
+    assert not numba_setup.wide_vectors() and numba.config.CPU_FEATURES is None
+
+
 def test_kernels_in_the_package_are_made_through_numba_setup():
     """No module decorates with numba directly (import-linter forbids importing numba outside
     numba_setup and engines/cpu_numba; this catches a decorator there too)."""
