@@ -176,10 +176,11 @@ def compare(ns, thetas, steps: int = 5, sample: int = 1024, reference: bool = Tr
         state = plummer_sphere(n, np.random.default_rng(1))
         pick = np.sort(np.random.default_rng(0).choice(n, min(sample, n), replace=False))
         a_ref, _ = direct_reference(state, EPS, pick)
+        if not compiled:
+            note("pytreegrav: compiling its direct sum and tree code (numba, in every process)")
+            t1 = perf_counter()
         ptg = _Pytreegrav(state, pick)
         if not compiled:
-            note("pytreegrav: compiling its tree code (numba, in every process)")
-            t1 = perf_counter()
             ptg.compile()
             note(f"pytreegrav: compiled in {perf_counter() - t1:.0f} s")
             compiled = True
