@@ -52,8 +52,9 @@ def timed(cmd, cache: str, work: str) -> tuple[float, bool, int]:
            "XDG_CACHE_HOME": os.path.join(work, "cache")}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    here = tempfile.mkdtemp(dir=work)  # the run's own folder (its outputs)
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True)
+    done = subprocess.run(cmd, env=env, cwd=here, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if done.returncode:
         sys.stderr.write(done.stderr[-2000:])
