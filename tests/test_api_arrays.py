@@ -341,6 +341,25 @@ def test_engine_errors_name_api_arguments_not_flags(monkeypatch):
     assert "(n=)" in str(info.value) and "--n" not in str(info.value)
 
 
+def test_engine_errors_after_opening_name_api_arguments(monkeypatch):
+    """An engine refusing particles later (the GPU's memory full) or a reset speaks the API
+    too, not only opening."""
+    from galaxyview.errors import EngineError
+
+    def full(*args, **kwargs):
+        raise EngineError("the GPU's memory holds no more particles; use fewer particles or "
+                          "--backend cpu")
+
+    with gv.Simulation.from_arrays(np.eye(3), None, 1.0, backend="reference") as sim:
+        monkeypatch.setattr(sim.engine, "load_exact", full)
+        monkeypatch.setattr(sim.engine, "load", full)
+        for change in (lambda: setattr(sim, "positions", 2 * np.eye(3)), sim.reset,
+                       lambda: sim.add([0.5, 0.5, 0.5], mass=1.0)):
+            with pytest.raises(EngineError) as info:
+                change()
+            assert 'use fewer particles or backend="cpu"' in str(info.value)
+
+
 @pytest.mark.gpu
 def test_the_api_from_arrays_on_the_gpu_engine():
     """from_arrays, run(until) landing exactly, the setters and the sums on the GPU engine,
