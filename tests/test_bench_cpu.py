@@ -14,6 +14,14 @@ def test_estimate_grows_with_the_work():
     assert bench_cpu.estimate_s([16384], [0.5], 5, 1024, reference=False) < small
 
 
+def test_a_busy_machine_is_named(monkeypatch):
+    monkeypatch.setattr(bench_cpu.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(bench_cpu.os, "getloadavg", lambda: (5.3, 5.0, 4.0))
+    assert bench_cpu._busy() == "; the machine is busy (load 5.3 on 2 CPUs): longer"
+    monkeypatch.setattr(bench_cpu.os, "getloadavg", lambda: (0.4, 0.5, 0.5))
+    assert bench_cpu._busy() == ""
+
+
 def test_at_error_interpolates_in_log_log():
     curve = [(0.4, 1e-4, 400.0), (0.6, 4e-4, 100.0)]
     theta, ms = bench_cpu.at_error(curve, 2e-4)

@@ -12,6 +12,7 @@ how long it takes, another after each case (progress.note).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from time import perf_counter
 
@@ -157,6 +158,14 @@ def _about(seconds: float) -> str:
         f"about {max(1, round(seconds))} s"
 
 
+def _busy() -> str:
+    """A note where other work keeps the CPUs busy (the times then grow)."""
+    cpus = os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return f"; the machine is busy (load {load:.1f} on {cpus} CPUs): longer" \
+        if load > cpus / 2 else ""
+
+
 def compare(ns, thetas, steps: int = 5, sample: int = 1024, reference: bool = True,
             progress=None) -> list[CompareRow]:
     """A CompareRow per (N, theta); progress(1) after each."""
@@ -168,10 +177,11 @@ def compare(ns, thetas, steps: int = 5, sample: int = 1024, reference: bool = Tr
         raise GalaxyviewError("the comparison needs pytreegrav: pip install pytreegrav "
                               "(or galaxyview[bench])") from None
     engines = "cpu and reference" if reference else "cpu"
+    took = _about(estimate_s(ns, thetas, steps, sample, reference))
     note(f"comparing the {engines} engines and pytreegrav at equal median force error: "
          f"Plummer N = {', '.join(map(str, ns))}, theta {', '.join(f'{t:g}' for t in thetas)}; "
-         f"errors on {sample} particles; {_about(estimate_s(ns, thetas, steps, sample, reference))}"
-         f" on 2 cores (pytreegrav compiles its tree first: {_about(PTG_COMPILE_S)})")
+         f"errors on {sample} particles; {took} on 2 idle cores (pytreegrav compiles its tree "
+         f"first: {_about(PTG_COMPILE_S)}){_busy()}")
     rows = []
     compiled = False
     for n in ns:
