@@ -60,3 +60,8 @@ class LogLines:
 
     def close(self) -> None:
         pass
+
+
+def note(text: str) -> None:
+    """One line on stderr now (above any tqdm bar on a terminal): what long work does next."""
+    tqdm.write(text, file=sys.stderr)

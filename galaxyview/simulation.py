@@ -37,7 +37,9 @@ INITIAL_SAMPLE = 1 << 18  # particles of an initial state made in parts kept on 
 PROGRESS_FROM = 1 << 20  # scenes of this many particles or more show their making (CLI, window)
 # the command line's words in engine messages, and the API's for them
 _API_WORDS = ((re.compile(r"--backend (\w+)"), r'backend="\1"'),
+              (re.compile(r"--device (\d+)"), r"device=\1"),
               (re.compile(r"--device\b"), "device="), (re.compile(r"\(--n\)"), "(n=)"),
+              (re.compile(r"--threads N\b"), "the GALAXYVIEW_THREADS environment variable"),
               (re.compile(r"--overwrite\b"), "overwrite=True"))
 
 
@@ -245,9 +247,10 @@ class Simulation:
             raise ParameterError(f"only theta, dt and eps change while running; not "
                                  f"{', '.join(sorted(unknown))}")
         kinds = {"theta": None, "dt": "time", "eps": "length"}
-        engine.set_params(**{k: v if kinds[k] is None else
-                             in_nbody(v, kinds[k], k, self.units, self.name)
-                             for k, v in changes.items()})
+        changes = {k: v if kinds[k] is None else in_nbody(v, kinds[k], k, self.units, self.name)
+                   for k, v in changes.items()}
+        with api_errors():
+            engine.set_params(**changes)
 
     # -- changing the particles ----------------------------------------------------------------
     def add(self, pos, vel=None, mass=None, *, component=None, galaxy=None) -> "Simulation":
@@ -293,9 +296,10 @@ class Simulation:
         state (what reset() returns to)."""
         engine = self.engine
         start = engine.steps_done == self._start_steps
-        engine.load_exact(ExactState(state, "api", engine.gravity, engine.params,
-                                     np.asarray(pos, np.float64), np.asarray(vel, np.float64),
-                                     steps=steps))
+        with api_errors():  # (the GPU's memory may not hold them)
+            engine.load_exact(ExactState(state, "api", engine.gravity, engine.params,
+                                         np.asarray(pos, np.float64),
+                                         np.asarray(vel, np.float64), steps=steps))
         if start:
             self.initial = self.initial_sample = state
             self.maker = None
@@ -364,10 +368,11 @@ class Simulation:
     def reset(self) -> None:
         """Back to the initial state (made anew in parts where it was)."""
         engine = self._live()
-        if self.maker is not None:
-            engine.load_made(self.maker)
-        else:
-            engine.load(self.initial)
+        with api_errors():
+            if self.maker is not None:
+                engine.load_made(self.maker)
+            else:
+                engine.load(self.initial)
         self._start_steps = engine.steps_done
 
     # -- units ---------------------------------------------------------------------------------

@@ -331,9 +331,33 @@ def test_engine_errors_name_api_arguments_not_flags(monkeypatch):
     with pytest.raises(gv.EngineError) as info:
         gv.Simulation.from_arrays(np.zeros((1, 3)), None, 1.0, backend="gpu")
     assert 'use backend="cpu"' in str(info.value) and "--" not in str(info.value)
+    with pytest.raises(gv.EngineError) as info:
+        gv.open("plummer", backend="cpu", n=64, device=1)
+    text = str(info.value)
+    assert "device=1 chooses a GPU" in text and 'backend="gpu"' in text and "--" not in text
+    assert "GALAXYVIEW_THREADS" in text
     with pytest.raises(gv.ParameterError) as info:
         gv.open("antennae", backend="cpu", n=3)
     assert "(n=)" in str(info.value) and "--n" not in str(info.value)
+
+
+def test_engine_errors_after_opening_name_api_arguments(monkeypatch):
+    """An engine refusing particles later (the GPU's memory full) or a reset speaks the API
+    too, not only opening."""
+    from galaxyview.errors import EngineError
+
+    def full(*args, **kwargs):
+        raise EngineError("the GPU's memory holds no more particles; use fewer particles or "
+                          "--backend cpu")
+
+    with gv.Simulation.from_arrays(np.eye(3), None, 1.0, backend="reference") as sim:
+        monkeypatch.setattr(sim.engine, "load_exact", full)
+        monkeypatch.setattr(sim.engine, "load", full)
+        for change in (lambda: setattr(sim, "positions", 2 * np.eye(3)), sim.reset,
+                       lambda: sim.add([0.5, 0.5, 0.5], mass=1.0)):
+            with pytest.raises(EngineError) as info:
+                change()
+            assert 'use fewer particles or backend="cpu"' in str(info.value)
 
 
 @pytest.mark.gpu

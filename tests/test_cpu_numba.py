@@ -167,6 +167,31 @@ def test_thread_settings_are_checked(monkeypatch, capsys):
     assert "--threads" in capsys.readouterr().err
 
 
+def test_device_is_refused_on_the_cpu_engines(capsys):
+    """--device chooses a GPU: with a CPU backend it is an error saying so, not ignored."""
+    for backend in ("cpu", "reference"):
+        with pytest.raises(EngineError, match="--device 1 chooses a GPU.*--threads N"):
+            resolve_backend(backend, 1)
+    assert resolve_backend("cpu", 0)[0] == "cpu"  # the default
+    assert main(["run", "plummer", "--backend", "cpu", "--device", "1", "--n", "256",
+                 "--steps", "1"]) == 2
+    assert "--device 1 chooses a GPU; the CPU engines run on this machine's cores" in \
+        capsys.readouterr().err
+
+
+def test_threads_without_an_affinity_mask(monkeypatch):
+    """macOS (and Windows) have no os.sched_getaffinity: every CPU the OS counts, at least 1."""
+    monkeypatch.delattr(threads.os, "sched_getaffinity", raising=False)
+    monkeypatch.delenv(threads.ENV, raising=False)
+    monkeypatch.setattr(threads, "_chosen", None)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 6)
+    assert threads.available_cpus() == 6 and threads.count() == 6
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: None)  # unknown
+    assert threads.available_cpus() == 1 and threads.count() == 1 and threads.workers() == 1
+    monkeypatch.setenv(threads.ENV, "3")
+    assert threads.count() == 3
+
+
 def test_backend_names():
     assert resolve_backend("cpu")[0] == "cpu"
     assert resolve_backend("reference")[0] == "reference"
@@ -202,7 +227,26 @@ def test_auto_falls_back_when_compiling_fails(monkeypatch):
 
 
 def test_first_start_says_it_is_compiling(monkeypatch):
+    """numba's cache missed the first kernels: the line shows at once, whatever the wait."""
+    misses = iter(range(100))
+    monkeypatch.setattr(numba_engine, "cache_misses", lambda *modules: next(misses))
     monkeypatch.setattr(numba_engine, "_warm", False)
     stream = io.StringIO()
-    numba_engine.warm_up(stream, announce_after=0)
-    assert "compiling the CPU engine" in stream.getvalue() and "4/4" in stream.getvalue()
+    numba_engine.warm_up(stream, announce_after=600)
+    assert "compiling the CPU engine (first start only)" in stream.getvalue()
+    assert "4/4" in stream.getvalue()
+
+
+def test_a_cache_load_does_not_say_compiling(monkeypatch):
+    """Kernels loaded (here: already in the process): no "compiling"; a slow load (here: any)
+    says "loading"; a quick one nothing (tests/test_numba_setup.py: a fresh process)."""
+    warm_up = numba_engine.warm_up
+    monkeypatch.setattr(numba_engine, "_warm", False)
+    stream = io.StringIO()
+    warm_up(stream, announce_after=0)
+    assert "compiling" not in stream.getvalue()
+    assert "loading the CPU engine's compiled kernels" in stream.getvalue()
+    monkeypatch.setattr(numba_engine, "_warm", False)
+    stream = io.StringIO()
+    warm_up(stream, announce_after=600)
+    assert stream.getvalue() == ""

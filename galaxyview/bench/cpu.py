@@ -4,11 +4,15 @@ Per (N, theta) on a Plummer sphere (eps 0.05): the median relative force error o
 engine against float64 direct summation on a sample of particles, and the force time (a step's
 phases less the integration, median of steps) of the compiled engine and of the numpy engine
 (the same tree, so the same error). pytreegrav (numba, monopole + quadrupole, parallel) runs
-at several opening angles with its own softening (cubic spline of support 2.8 eps) against its
-own exact sum; its time at the compiled engine's error is read off log-log interpolation.
+with its own softening (cubic spline of support 2.8 eps) against its own exact sum, at opening
+angles that bracket each of the compiled engine's errors (about two per theta); its time at
+that error is read off log-log interpolation (the median of 3 timings; one where an
+evaluation takes over 2 s). A line says at once what is measured and about
+how long it takes, another after each case (progress.note).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from time import perf_counter
 
@@ -21,10 +25,16 @@ from galaxyview.jobs.accuracy import direct_reference
 from galaxyview.model.diagnostics import relative_force_errors
 from galaxyview.model.ics.plummer import plummer_sphere
 from galaxyview.model.params import Params
+from galaxyview.progress import note
 
 EPS = 0.05
 SPLINE_PER_PLUMMER = 2.8  # a cubic spline of support 2.8 eps is about Plummer eps
-PTG_THETAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2)
+PTG_THETA_RANGE = (0.2, 1.2)  # pytreegrav's opening angles are searched within these
+PTG_STEP = 0.1  # between the two first ones (about the compiled engine's theta), and onwards
+ONE_TIMING_MS = 2000  # a pytreegrav evaluation longer than this is timed once, not repeated
+PTG_COMPILE_S = 60  # pytreegrav's tree is a numba jitclass, compiled in every process (2 cores)
+# seconds per particle of one force evaluation on 2 cores at theta 0.5 (the estimate only)
+PER_PARTICLE_S = {"cpu": 2e-6, "reference": 3e-5, "pytreegrav": 4e-5}
 
 
 @dataclass
@@ -51,36 +61,72 @@ class CompareRow:
                 "vs_pytreegrav": self.vs_pytreegrav}
 
 
-def _engine_ms(backend: str, state, theta: float, steps: int):
-    """Median force ms over `steps` steps, and the accelerations at the initial state."""
+def _engine_ms(backend: str, state, theta: float, steps: int, warmup: int = 1):
+    """Median force ms over `steps` steps after `warmup`, and the accelerations at the initial
+    state."""
     engine, _ = create_engine(backend, Params(theta=theta, eps=EPS, dt=1.0 / 64))
     try:
         engine.load(state)
         acc, _ = engine.accelerations()
-        phases, _, _ = step_medians(engine, steps, 1)
+        phases, _, _ = step_medians(engine, steps, warmup)
         return sum(v for k, v in phases.items() if k != "integrate"), acc
     finally:
         engine.close()
 
 
-def _pytreegrav_curve(state, sample, repeats: int = 3) -> list:
-    import pytreegrav
+class _Pytreegrav:
+    """pytreegrav on one state: its own exact forces on the sample, then (theta, median error,
+    ms) at each opening angle asked, measured once."""
 
-    pos, m = state.pos.astype(np.float64), state.mass.astype(np.float64)
-    h = np.full(len(m), SPLINE_PER_PLUMMER * EPS)
-    exact = pytreegrav.AccelTarget(pos[sample], pos, m, h[sample], h, method="bruteforce",
-                                   parallel=True)
-    curve = []
-    for theta in PTG_THETAS:
-        times = []
-        for _ in range(repeats + 1):  # the first call compiles
-            t0 = perf_counter()
-            acc = pytreegrav.Accel(pos, m, h, theta=theta, parallel=True, quadrupole=True,
-                                   method="tree")
-            times.append(1e3 * (perf_counter() - t0))
-        err = float(np.median(relative_force_errors(acc[sample], exact)))
-        curve.append((theta, err, float(np.median(times[1:]))))
-    return curve
+    def __init__(self, state, sample, repeats: int = 3):
+        import pytreegrav
+
+        self.ptg, self.sample, self.repeats = pytreegrav, sample, repeats
+        self.pos, self.m = state.pos.astype(np.float64), state.mass.astype(np.float64)
+        self.h = np.full(len(self.m), SPLINE_PER_PLUMMER * EPS)
+        self.exact = pytreegrav.AccelTarget(self.pos[sample], self.pos, self.m, self.h[sample],
+                                            self.h, method="bruteforce", parallel=True)
+        self.points = {}
+
+    def _accel(self, theta: float, count: int | None = None):
+        k = slice(None, count)
+        return self.ptg.Accel(self.pos[k], self.m[k], self.h[k], theta=theta, parallel=True,
+                              quadrupole=True, method="tree")
+
+    def compile(self) -> None:
+        """Its tree code compiled (a few particles: the same types)."""
+        self._accel(0.7, 64)
+
+    def at(self, theta: float) -> tuple[float, float]:
+        theta = round(theta, 3)
+        if theta not in self.points:
+            times = []
+            while len(times) < self.repeats and not (times and times[0] > ONE_TIMING_MS):
+                t0 = perf_counter()
+                acc = self._accel(theta)
+                times.append(1e3 * (perf_counter() - t0))
+            err = float(np.median(relative_force_errors(acc[self.sample], self.exact)))
+            self.points[theta] = (err, float(np.median(times)))
+        return self.points[theta]
+
+    def bracket(self, error: float, theta: float) -> None:
+        """Measure at angles about `theta` until two bracket `error` (or the range ends)."""
+        lo, hi = PTG_THETA_RANGE
+        below = above = None  # the largest theta under the error, the smallest over it
+        t = min(max(theta - PTG_STEP / 2, lo), hi)
+        while below is None or above is None:
+            e, _ = self.at(t)
+            if e <= error:
+                below = t
+                t = t + PTG_STEP
+            else:
+                above = t
+                t = t - PTG_STEP
+            if (below is None and t < lo - 1e-9) or (above is None and t > hi + 1e-9):
+                return
+
+    def curve(self) -> list:
+        return [(t, e, ms) for t, (e, ms) in sorted(self.points.items())]
 
 
 def at_error(curve: list, error: float) -> tuple[float | None, float | None]:
@@ -94,26 +140,79 @@ def at_error(curve: list, error: float) -> tuple[float | None, float | None]:
     return None, None
 
 
+def estimate_s(ns, thetas, steps: int, sample: int, reference: bool = True) -> float:
+    """About how long compare() takes on 2 cores, in seconds (PER_PARTICLE_S: rough)."""
+    per = PER_PARTICLE_S
+    total = PTG_COMPILE_S
+    for n in ns:
+        total += 2 * 3e-9 * n * sample  # the two direct sums on the sample
+        for _ in thetas:
+            ptg = per["pytreegrav"] * n
+            total += (steps + 2) * per["cpu"] * n + 2 * (3 if ptg < 2 else 1) * ptg
+            total += 2 * per["reference"] * n if reference else 0
+    return total
+
+
+def _about(seconds: float) -> str:
+    return f"about {max(1, round(seconds / 60))} min" if seconds >= 90 else \
+        f"about {max(1, round(seconds))} s"
+
+
+def _busy() -> str:
+    """A note where other work keeps the CPUs busy (the times then grow)."""
+    cpus = os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return f"; the machine is busy (load {load:.1f} on {cpus} CPUs): longer" \
+        if load > cpus / 2 else ""
+
+
 def compare(ns, thetas, steps: int = 5, sample: int = 1024, reference: bool = True,
             progress=None) -> list[CompareRow]:
+    """A CompareRow per (N, theta); progress(1) after each."""
+    import galaxyview.numba_setup  # noqa: F401 (before pytreegrav sets numba's CPU target up)
+
     try:
         import pytreegrav  # noqa: F401
     except ImportError:
         raise GalaxyviewError("the comparison needs pytreegrav: pip install pytreegrav "
                               "(or galaxyview[bench])") from None
+    engines = "cpu and reference" if reference else "cpu"
+    took = _about(estimate_s(ns, thetas, steps, sample, reference))
+    note(f"comparing the {engines} engines and pytreegrav at equal median force error: "
+         f"Plummer N = {', '.join(map(str, ns))}, theta {', '.join(f'{t:g}' for t in thetas)}; "
+         f"errors on {sample} particles; {took} on 2 idle cores (pytreegrav compiles its tree "
+         f"first: {_about(PTG_COMPILE_S)}){_busy()}")
     rows = []
+    compiled = False
     for n in ns:
+        t0 = perf_counter()
         state = plummer_sphere(n, np.random.default_rng(1))
         pick = np.sort(np.random.default_rng(0).choice(n, min(sample, n), replace=False))
         a_ref, _ = direct_reference(state, EPS, pick)
-        curve = _pytreegrav_curve(state, pick)
+        if not compiled:
+            note("pytreegrav: compiling its direct sum and tree code (numba, in every process)")
+            t1 = perf_counter()
+        ptg = _Pytreegrav(state, pick)
+        if not compiled:
+            ptg.compile()
+            note(f"pytreegrav: compiled in {perf_counter() - t1:.0f} s")
+            compiled = True
         for theta in thetas:
             cpu_ms, acc = _engine_ms("cpu", state, theta, steps)
-            ref_ms = _engine_ms("reference", state, theta, max(1, steps // 3))[0] \
+            ref_ms = _engine_ms("reference", state, theta, max(1, steps // 3), 0)[0] \
                 if reference else None
             err = float(np.median(relative_force_errors(acc[pick], a_ref)))
-            ptg_theta, ptg_ms = at_error(curve, err)
-            rows.append(CompareRow(n, theta, err, cpu_ms, ref_ms, ptg_ms, ptg_theta, curve))
+            ptg.bracket(err, theta)
+            ptg_theta, ptg_ms = at_error(ptg.curve(), err)
+            rows.append(CompareRow(n, theta, err, cpu_ms, ref_ms, ptg_ms, ptg_theta, []))
+            ref = f", reference {ref_ms:.1f} ms" if ref_ms else ""
+            other = f"pytreegrav {ptg_ms:.1f} ms at theta {ptg_theta:.2f}" if ptg_ms else \
+                "pytreegrav: error out of its range"
+            note(f"N {n} theta {theta:g}: error {err:.2e}, cpu {cpu_ms:.1f} ms{ref}, {other} "
+                 f"({perf_counter() - t0:.0f} s)")
             if progress:
                 progress(1)
+        for row in rows:
+            if row.n == n:
+                row.pytreegrav_curve = ptg.curve()
     return rows

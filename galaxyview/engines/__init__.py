@@ -30,9 +30,15 @@ def cpu_unavailable_reason() -> str | None:
 def resolve_backend(backend: str = "auto", device: int = 0) -> tuple[str, str]:
     """("cpu", "reference" or "gpu", a one-line reason) for a requested backend; raises
     EngineError when the GPU or the compiled CPU engine is asked for and cannot run. auto: the
-    GPU when usable, else the compiled CPU engine, else the reference engine, saying why."""
+    GPU when usable, else the compiled CPU engine, else the reference engine, saying why.
+    `device` (a CUDA ordinal) other than 0 with a CPU backend is an EngineError: it has no
+    meaning there (auto may still fall back to the CPU, saying why)."""
     if backend not in BACKENDS:
         raise EngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if backend in ("cpu", "reference") and device:
+        raise EngineError(f"--device {device} chooses a GPU; the CPU engines run on this "
+                          f"machine's cores: leave --device out (or use --backend gpu), and "
+                          f"set their threads with --threads N")
     if backend == "reference":
         return "reference", "reference CPU engine (numpy; asked for)"
     if backend == "cpu":

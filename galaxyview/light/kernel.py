@@ -26,7 +26,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from galaxyview.numba_setup import kernel
 
 MAX_RADIUS = 32  # as kernels/render_splat.cu: at most 2 * MAX_RADIUS + 1 pixels a side
 PERSPECTIVE, FISHEYE, EQUIRECT = 0, 1, 2  # projection codes (shaders, render_splat.cu alike)
@@ -127,7 +128,7 @@ def place(projection: int, eye: np.ndarray, point) -> tuple[float, float] | None
     return (float(eye[16] + xw), float(eye[17] + yw)) if ok else None
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@kernel()
 def _place(projection, e, x, y, z):
     """(kept, x, y): the particle at x, y, z in pixels of eye e's viewport, y up."""
     cx = e[0] * x + e[1] * y + e[2] * z + e[3]
@@ -172,7 +173,7 @@ def particle_points(pos, component, value) -> np.ndarray:
     return points
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@kernel()
 def _splat(vertices, projection, eyes, components, galaxies, populations, lut, point_size, gain,
            mode, lo, hi, light):
     """Add the light of `vertices` (N, >= 5 float32: x y z, component, value, ...) into light
@@ -204,7 +205,7 @@ def _splat(vertices, projection, eyes, components, galaxies, populations, lut, p
                         int(e[16]), int(e[17]), int(e[16] + e[18]) - 1, int(e[17] + e[19]) - 1)
 
 
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _sprite(light, rgb, s, half, xw, yw, vx0, vy0, vx1, vy1):
     """One sprite centred at pixel (xw, yw), within the viewport's pixels vx0..vx1, vy0..vy1."""
     inv = np.float32(1) / half

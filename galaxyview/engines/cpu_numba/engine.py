@@ -2,7 +2,7 @@
 
 State, physics modules, direct summation, checks and the last good state are CPUEngine's; the
 keys, cells, groups, multipoles and the walk run as numba kernels (build.py, walk.py), compiled
-on first use and cached on disk (warm_up shows progress while it compiles).
+on first use and cached on disk (warm_up shows progress when it compiles).
 """
 from __future__ import annotations
 
@@ -17,15 +17,17 @@ from galaxyview.engines.cpu.engine import CPUEngine
 from galaxyview.engines.cpu_numba import build, jit, walk
 from galaxyview.errors import EngineError
 from galaxyview.interrupt import Noticed
+from galaxyview.numba_setup import cache_misses
 
-ANNOUNCE_AFTER_S = 2.0  # say "compiling" when readying the kernels takes longer (a cache load does not)
+LOADING_AFTER_S = 2.0  # a cache load says "loading" when it takes longer than this
 _warm = False
 
 
 def warm_up(stream=None, announce_after: float | None = None) -> None:
-    """Compile (or load from the cache) every kernel on a tiny tree, once per process. When it
-    takes longer than announce_after seconds (ANNOUNCE_AFTER_S; 0: at once), a progress line
-    goes to `stream` (stderr)."""
+    """Compile (or load from the disk cache) every kernel on a tiny tree, once per process.
+    Whether it compiles is known after the first kernels (keys): numba's cache missed them.
+    Compiling shows a progress line on `stream` (stderr) at once; a load that takes longer
+    than announce_after seconds (LOADING_AFTER_S) a short "loading" line."""
     global _warm
     if _warm:
         return
@@ -36,40 +38,45 @@ def warm_up(stream=None, announce_after: float | None = None) -> None:
     bar = None
     lock = threading.Lock()
 
-    def announce():
+    def announce(desc):
         nonlocal bar
         with lock:
             if bar is None:
-                bar = tqdm(total=len(steps), desc="compiling the CPU engine (first start only)",
-                           unit="kernel", file=stream, leave=True)
+                bar = tqdm(total=len(steps), desc=desc, unit="kernel", file=stream, leave=True)
                 bar.update(done)
 
-    wait = ANNOUNCE_AFTER_S if announce_after is None else announce_after
-    timer = threading.Timer(wait, announce)
+    wait = LOADING_AFTER_S if announce_after is None else announce_after
+    loading = "loading the CPU engine's compiled kernels"
+    timer = threading.Timer(wait, announce, (loading,))
     timer.daemon = True
     done = 0
     pos = np.random.default_rng(0).standard_normal((64, 3)).astype(np.float32)
     mass = np.ones(64, np.float32)
-    if wait > 0:
-        timer.start()
-    else:
-        announce()
+    misses = cache_misses(build, walk)
     ctrl_c = Noticed()  # (one that numba's compiler swallowed is raised between kernels)
     try:
         with ctrl_c.watch():
-            sorted_ = build.sort_particles(pos, mass)
             for step in steps:
                 ctrl_c.check()
-                if step == "cells":
+                if step == "keys":
+                    sorted_ = build.sort_particles(pos, mass)
+                elif step == "cells":
                     tree = build.build_cells(sorted_, 4, 8)
                 elif step == "multipoles":
                     build.compute_multipoles(tree)
-                elif step == "walk":
+                else:
                     walk.tree_forces(tree, 0.5, 0.05)
                 with lock:
                     done += 1
                     if bar is not None:
                         bar.update(1)
+                if step == "keys":
+                    if cache_misses(build, walk) > misses:  # not cached: the rest compiles too
+                        announce("compiling the CPU engine (first start only)")
+                    elif wait > 0:
+                        timer.start()
+                    else:
+                        announce(loading)
             ctrl_c.check()
     except Exception as exc:  # numba typing or LLVM failure: the engine cannot run here
         raise EngineError(f"the compiled CPU engine failed to build ({type(exc).__name__}: "

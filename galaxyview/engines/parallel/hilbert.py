@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from galaxyview.engines.cpu_numba.jit import kernel
+from galaxyview.numba_setup import kernel, prange
 
 
 @kernel(parallel=True)
