@@ -4,8 +4,9 @@ engine step of the 4th-order Hermite with block time steps.
 The same forces as engines/cpu/direct.py (Plummer softening; a particle's own pair and, without
 softening, pairs at zero distance left out) up to the order of the sums: the loops over sources
 are SIMD loops (fastmath: reassociation and FMA only, so 1/sqrt stays exact). Targets run on
-threads when a block has at least PARALLEL_PAIRS pairs, else on the calling thread (a parallel
-region costs more than a small block's forces).
+threads when a block has at least PARALLEL_PAIRS pairs, else on the calling thread: on a busy
+machine (the viewer draws on the other core) a parallel region waits for a descheduled thread,
+which costs more than a block of a few ms. A target's sums do not depend on the threads.
 
 `block_steps` is integrators/hermite_cpu.py's `Hermite4.step` loop (blocks.py's schedule, the
 same predictor, corrector and level rules, in the same float64 operations) with no Python
@@ -19,7 +20,7 @@ from numba import prange
 from galaxyview.engines.cpu_numba.jit import kernel, use_threads
 
 EXACT_FAST = {"reassoc", "contract", "nsz"}  # vectorised sums and FMA; no approximate 1/sqrt
-PARALLEL_PAIRS = 1 << 15  # a block of fewer pairs runs on the calling thread
+PARALLEL_PAIRS = 1 << 22  # fewer pairs (under ~10 ms of work) run on the calling thread
 
 
 @kernel(fastmath=EXACT_FAST)
