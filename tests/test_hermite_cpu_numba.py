@@ -36,17 +36,19 @@ def test_direct_sums_equal_the_numpy_ones(eps):
         assert none is None and _rel(acc2, ref_a2) < 1e-13 and _rel(pot2, ref_p2) < 1e-13
 
 
-def test_threads_give_the_same_forces_as_one_thread():
-    n = 2048  # all targets: PARALLEL_PAIRS pairs, threads; a few targets: the calling thread
-    assert n * n >= direct.PARALLEL_PAIRS > 16 * n
+def test_threads_give_the_same_forces_and_steps_as_one_thread(monkeypatch):
     rng = np.random.default_rng(5)
-    x, v, m = rng.normal(size=(n, 3)), rng.normal(size=(n, 3)), rng.uniform(0.1, 1, n)
-    acc, pot, jerk = direct.direct_forces(x, v, m, 0.01)
-    some = np.arange(0, n, 128)
-    a1, p1, j1 = direct.direct_forces(x, v, m, 0.01, targets=some)
-    np.testing.assert_array_equal(acc[some], a1)
-    np.testing.assert_array_equal(pot[some], p1)
-    np.testing.assert_array_equal(jerk[some], j1)
+    x, v, m = rng.normal(size=(500, 3)), rng.normal(size=(500, 3)), rng.uniform(0.1, 1, 500)
+    state = plummer_sphere(128, rng)
+    out = []
+    for pairs in (1, 1 << 62):  # every block on threads; every block on the calling thread
+        monkeypatch.setattr(direct, "PARALLEL_PAIRS", pairs)
+        eng = NumbaEngine(Params(integrator="hermite4", **CLUSTER))
+        eng.load(state)
+        eng.step(2)
+        out.append(direct.direct_forces(x, v, m, 0.01) + (eng.system.pos, eng.system.vel))
+    for a, b in zip(*out):
+        np.testing.assert_array_equal(a, b)
 
 
 def _pair(params, state):

@@ -98,10 +98,10 @@ def _rows_parallel(targets, count, p, mass, eps2, G, jerk, acc, pot, jrk):
 
 
 @kernel()
-def _rows(targets, count, p, mass, eps2, G, jerk, acc, pot, jrk):
+def _rows(targets, count, p, mass, eps2, G, jerk, acc, pot, jrk, parallel_pairs):
     """acc (and pot where pot.size, the jerk where `jerk`) of targets[:count] into rows
-    0..count-1; threads for a block of PARALLEL_PAIRS pairs or more."""
-    if count * mass.size >= PARALLEL_PAIRS and count > 1:
+    0..count-1; threads for a block of parallel_pairs pairs or more."""
+    if count * mass.size >= parallel_pairs and count > 1:
         _rows_parallel(targets, count, p, mass, eps2, G, jerk, acc, pot, jrk)
     else:
         _rows_serial(targets, count, p, mass, eps2, G, jerk, acc, pot, jrk)
@@ -122,7 +122,7 @@ def direct_forces(pos, vel, mass, eps: float, G: float = 1.0, targets=None, pote
     pot = np.empty(t if potential else 0)
     use_threads()
     _rows(targets, t, p, np.ascontiguousarray(mass, np.float64), float(eps) ** 2, float(G),
-          vel is not None, acc, pot, jrk)
+          vel is not None, acc, pot, jrk, PARALLEL_PAIRS)
     return acc, (pot if potential else None), (jrk if vel is not None else None)
 
 
@@ -148,7 +148,7 @@ def _new_level(level, crit, h, t, L):
 
 @kernel()
 def _block_steps(x0, v0, a0, j0, level, mass, eps2, G, eta, dt, L, shared, p, act, a1, j1,
-                 t_i, counts):
+                 t_i, counts, parallel_pairs):
     """One engine step (2^L ticks) of Hermite block steps on x0, v0, a0, j0 and level, in
     place. Returns (block steps, active particles summed over them, 0), or 1 in the last place
     when an active block's forces were not finite (the arrays then hold that block)."""
@@ -184,7 +184,7 @@ def _block_steps(x0, v0, a0, j0, level, mass, eps2, G, eta, dt, L, shared, p, ac
                 p[k, i] = x0[i, k] + tau * (v0[i, k] + tau * (0.5 * a0[i, k]
                                                               + tau / 6.0 * j0[i, k]))
                 p[3 + k, i] = v0[i, k] + tau * (a0[i, k] + 0.5 * tau * j0[i, k])
-        _rows(act, m, p, mass, eps2, G, True, a1, nopot, j1)
+        _rows(act, m, p, mass, eps2, G, True, a1, nopot, j1, parallel_pairs)
         for r in range(m):  # correct the block, give it new levels
             i = act[r]
             h = (t_next - t_i[i]) * tick
@@ -232,5 +232,5 @@ def block_steps(x0, v0, a0, j0, level, mass, eps, G, eta, dt, L, shared):
     blocks, active, bad = _block_steps(x0, v0, a0, j0, level, mass, float(eps) ** 2, float(G),
                                        float(eta), float(dt), int(L), bool(shared), p, act,
                                        a1, j1, np.empty(n, np.int64),
-                                       np.zeros(int(L) + 1, np.int64))
+                                       np.zeros(int(L) + 1, np.int64), PARALLEL_PAIRS)
     return int(blocks), int(active), not bad
