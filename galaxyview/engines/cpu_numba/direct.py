@@ -18,6 +18,7 @@ import numpy as np
 from numba import prange
 
 from galaxyview.engines.cpu_numba.jit import kernel, use_threads
+from galaxyview.model.params import check_eps
 
 EXACT_FAST = {"reassoc", "contract", "nsz"}  # vectorised sums and FMA; no approximate 1/sqrt
 PARALLEL_PAIRS = 1 << 22  # fewer pairs (under ~10 ms of work) run on the calling thread
@@ -116,12 +117,12 @@ def direct_forces(pos, vel, mass, eps: float, G: float = 1.0, targets=None, pote
     p[:3] = np.asarray(pos, np.float64).T
     if vel is not None:
         p[3:] = np.asarray(vel, np.float64).T
-    targets = np.arange(n) if targets is None else np.asarray(targets, np.int64)
+    targets = np.arange(n) if targets is None else np.ascontiguousarray(targets, np.int64)
     t = len(targets)
     acc, jrk = np.empty((t, 3)), np.empty((t if vel is not None else 0, 3))
     pot = np.empty(t if potential else 0)
     use_threads()
-    _rows(targets, t, p, np.ascontiguousarray(mass, np.float64), float(eps) ** 2, float(G),
+    _rows(targets, t, p, np.ascontiguousarray(mass, np.float64), check_eps(eps) ** 2, float(G),
           vel is not None, acc, pot, jrk, PARALLEL_PAIRS)
     return acc, (pot if potential else None), (jrk if vel is not None else None)
 
@@ -229,7 +230,7 @@ def block_steps(x0, v0, a0, j0, level, mass, eps, G, eta, dt, L, shared):
     p = np.empty((6, n))
     act = np.empty(n, np.int64)
     a1, j1 = np.empty((n, 3)), np.empty((n, 3))
-    blocks, active, bad = _block_steps(x0, v0, a0, j0, level, mass, float(eps) ** 2, float(G),
+    blocks, active, bad = _block_steps(x0, v0, a0, j0, level, mass, check_eps(eps) ** 2, float(G),
                                        float(eta), float(dt), int(L), bool(shared), p, act,
                                        a1, j1, np.empty(n, np.int64),
                                        np.zeros(int(L) + 1, np.int64), PARALLEL_PAIRS)
