@@ -234,7 +234,7 @@ def test_first_start_says_it_is_compiling(monkeypatch):
     stream = io.StringIO()
     numba_engine.warm_up(stream, announce_after=600)
     assert "compiling the CPU engine (first start only)" in stream.getvalue()
-    assert "4/4" in stream.getvalue()
+    assert "5/5" in stream.getvalue()
 
 
 def test_a_cache_load_does_not_say_compiling(monkeypatch):

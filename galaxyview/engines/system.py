@@ -58,6 +58,12 @@ class HostSystem(System):
     mass: np.ndarray
     radius: np.ndarray
 
+    def compiled(self, name: str):
+        """The engine's compiled routine `name`, or None where it has none (the module then
+        runs its numpy code). The compiled CPU engine gives "hermite_block_steps"
+        (engines/cpu_numba/direct.py `block_steps`: a Hermite engine step's block steps)."""
+        return None
+
 
 @dataclass(frozen=True)
 class DeviceActive:

@@ -48,6 +48,9 @@ class _Particles(HostSystem):
     def provides_jerk(self) -> bool:
         return self._engine.gravity == "direct"
 
+    def compiled(self, name: str):
+        return self._engine._compiled(name)
+
     def forces(self, active=None, jerk: bool = False) -> None:
         if jerk and not self.provides_jerk:
             self._refuse_jerk(self._engine.gravity)
@@ -212,11 +215,7 @@ class CPUEngine(Engine):
         p, n, mass, jerk = self.params, len(pos), self.system.mass, None
         if self.gravity == "direct":
             t0 = perf_counter()
-            if vel is None:
-                acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active,
-                                         ghosts=self._ghosts())
-            else:
-                acc, pot, jerk = direct_forces_jerk(pos, vel, mass, p.eps, p.G, targets=active)
+            acc, pot, jerk = self._direct(pos, vel, active)
             timings["walk"] += perf_counter() - t0
             pp, pc = n * (n if active is None else len(acc)), 0
         else:  # an active subset: only the groups holding active particles walk
@@ -255,6 +254,20 @@ class CPUEngine(Engine):
         self._acc_known = self._acc_known or active is None
         self.stats = StepStats({k: 1e3 * v for k, v in timings.items()}, s.pp, s.pc, n)
         return acc, pot, jerk
+
+    def _direct(self, pos: np.ndarray, vel, active):
+        """Direct summation: (acc, pot, jerk) of all particles or of `active`; the jerk
+        (None without `vel`) takes no periodic images."""
+        p, mass = self.params, self.system.mass
+        if vel is None:
+            acc, pot = direct_forces(pos, mass, p.eps, p.G, targets=active,
+                                     ghosts=self._ghosts())
+            return acc, pot, None
+        return direct_forces_jerk(pos, vel, mass, p.eps, p.G, targets=active)
+
+    def _compiled(self, name: str):
+        """The system's compiled routine `name` (none here: numpy only)."""
+        return None
 
     # -- the tree phases (numpy) ------------------------------------------------------------
     def _sort(self, pos32: np.ndarray, mass: np.ndarray) -> dict:

@@ -1,20 +1,22 @@
 """The compiled CPU engine: the numpy engine's shell with compiled tree phases.
 
-State, physics modules, direct summation, checks and the last good state are CPUEngine's; the
-keys, cells, groups, multipoles and the walk run as numba kernels (build.py, walk.py), compiled
-on first use and cached on disk (warm_up shows progress when it compiles).
+State, physics modules, checks and the last good state are CPUEngine's; the keys, cells,
+groups, multipoles and the walk (build.py, walk.py), direct summation and the Hermite's block
+steps (direct.py) run as numba kernels, compiled on first use and cached on disk (warm_up shows
+progress when it compiles).
 """
 from __future__ import annotations
 
 import sys
 import threading
+from time import perf_counter
 
 import numpy as np
 
 from galaxyview.engines.cpu.cells import Tree
 from galaxyview.engines.cpu import threads
 from galaxyview.engines.cpu.engine import CPUEngine
-from galaxyview.engines.cpu_numba import build, jit, walk
+from galaxyview.engines.cpu_numba import build, direct, jit, walk
 from galaxyview.errors import EngineError
 from galaxyview.interrupt import Noticed
 from galaxyview.numba_setup import cache_misses
@@ -34,7 +36,7 @@ def warm_up(stream=None, announce_after: float | None = None) -> None:
     from tqdm import tqdm
 
     stream = stream or sys.stderr
-    steps = ("keys", "cells", "multipoles", "walk")
+    steps = ("keys", "cells", "multipoles", "walk", "direct")
     bar = None
     lock = threading.Lock()
 
@@ -64,14 +66,16 @@ def warm_up(stream=None, announce_after: float | None = None) -> None:
                     tree = build.build_cells(sorted_, 4, 8)
                 elif step == "multipoles":
                     build.compute_multipoles(tree)
-                else:
+                elif step == "walk":
                     walk.tree_forces(tree, 0.5, 0.05)
+                elif step == "direct":
+                    _warm_direct(pos.astype(np.float64), mass.astype(np.float64))
                 with lock:
                     done += 1
                     if bar is not None:
                         bar.update(1)
                 if step == "keys":
-                    if cache_misses(build, walk) > misses:  # not cached: the rest compiles too
+                    if cache_misses(build, walk, direct) > misses:  # not cached: the rest compiles too
                         announce("compiling the CPU engine (first start only)")
                     elif wait > 0:
                         timer.start()
@@ -89,16 +93,25 @@ def warm_up(stream=None, announce_after: float | None = None) -> None:
     _warm = True
 
 
+def _warm_direct(pos: np.ndarray, mass: np.ndarray) -> None:
+    """The direct-summation and Hermite kernels, on a few particles."""
+    direct.direct_forces(pos, None, mass, 0.05)
+    direct.direct_forces(pos, pos, mass, 0.05, potential=False)
+    acc, _, jerk = direct.direct_forces(pos, pos, mass, 0.05)
+    direct.block_steps(pos.copy(), pos.copy(), acc, jerk, np.full(len(mass), 2, np.int32),
+                       mass, 0.05, 1.0, 0.01, 0.0625, 4, False)
+
+
 class NumbaEngine(CPUEngine):
-    """CPUEngine with compiled tree phases; the same tree, interactions and forces."""
+    """CPUEngine with compiled tree phases, direct summation and Hermite block steps; the same
+    tree, interactions and forces."""
 
     name = "cpu"
 
     def __init__(self, params=None, gravity: str | None = None):
         super().__init__(params, gravity)
         self._check_mac(self.params.mac)
-        if self.gravity == "tree":  # direct gravity (Hermite) runs no compiled phase
-            warm_up()
+        warm_up()
 
     def set_params(self, *args, mac=None, **kwargs) -> None:
         self._check_mac(mac)  # before anything changes
@@ -124,6 +137,25 @@ class NumbaEngine(CPUEngine):
 
     def _multipoles(self, tree: Tree) -> None:
         build.compute_multipoles(tree)
+
+    def _direct(self, pos: np.ndarray, vel, active):
+        if vel is None and len(self._ghosts()):  # periodic images: the numpy sums
+            return super()._direct(pos, vel, active)
+        p = self.params
+        return direct.direct_forces(pos, vel, self.system.mass, p.eps, p.G, targets=active)
+
+    def _compiled(self, name: str):
+        if name == "hermite_block_steps" and self.gravity == "direct":
+            return self._block_steps
+        return None
+
+    def _block_steps(self, x0, v0, a0, j0, level, *args):
+        """direct.block_steps, its time counted as the walk's, its interactions as p-p."""
+        s, t0 = self.system, perf_counter()
+        out = direct.block_steps(x0, v0, a0, j0, level, *args)
+        s.timings["walk"] += perf_counter() - t0
+        s.pp += out[1] * s.n
+        return out
 
     def _walk(self, tree: Tree, amac=None):
         p = self.params

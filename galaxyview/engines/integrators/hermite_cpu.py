@@ -12,6 +12,7 @@ import numpy as np
 
 from galaxyview.engines.integrators import blocks
 from galaxyview.engines.modules import Integrator
+from galaxyview.errors import EngineError
 
 
 def _norm(v: np.ndarray) -> np.ndarray:
@@ -85,6 +86,18 @@ class Hermite4(Integrator):
         if dt != self._dt:
             level = blocks.rescale_levels(level, self._dt, dt, L)
         x0, v0, a0, j0 = s.pos.copy(), s.vel.copy(), self.acc.copy(), self.jerk.copy()
+        compiled = s.compiled("hermite_block_steps")
+        if compiled is not None:  # the same loop with no Python between block steps
+            level = level.astype(np.int32)
+            n_blocks, n_active, finite = compiled(x0, v0, a0, j0, level, s.mass, p.eps, p.G,
+                                                  p.eta, dt, L, self.shared)
+            if not finite:
+                raise EngineError(f"a block step's forces became non-finite; reduce dt (now "
+                                  f"{dt:g}) or eta (now {p.eta:g}), or increase eps (now "
+                                  f"{p.eps:g})")
+            activity = blocks.Activity()
+            activity.blocks, activity.active = n_blocks, n_active
+            return self._finish(x0, v0, a0, j0, level, dt, L, activity)
         t_i = np.zeros(len(level), np.int64)
         tick = dt / (1 << L)
         activity = blocks.Activity()
@@ -106,6 +119,10 @@ class Hermite4(Integrator):
             t_i[act] = t_next
             activity.add(len(act))
             t = t_next
+        return self._finish(x0, v0, a0, j0, level, dt, L, activity)
+
+    def _finish(self, x0, v0, a0, j0, level, dt, L, activity) -> float:
+        s = self.system
         s.pos, s.vel = x0, v0
         s.forces()  # the accelerations and potentials of the synchronised state, for output
         self.acc, self.jerk, self.level = a0, j0, level
