@@ -54,7 +54,7 @@ def warm_up(stream=None, announce_after: float | None = None) -> None:
     done = 0
     pos = np.random.default_rng(0).standard_normal((64, 3)).astype(np.float32)
     mass = np.ones(64, np.float32)
-    misses = cache_misses(build, walk)
+    misses = cache_misses(build, walk, direct)
     ctrl_c = Noticed()  # (one that numba's compiler swallowed is raised between kernels)
     try:
         with ctrl_c.watch():
