@@ -15,11 +15,10 @@ between block steps.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from galaxyview.engines.cpu_numba.jit import use_threads
 from galaxyview.model.params import check_eps
-from galaxyview.numba_setup import kernel
+from galaxyview.numba_setup import kernel, prange
 
 EXACT_FAST = {"reassoc", "contract", "nsz"}  # vectorised sums and FMA; no approximate 1/sqrt
 PARALLEL_PAIRS = 1 << 22  # fewer pairs (under ~10 ms of work) run on the calling thread
