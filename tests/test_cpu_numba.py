@@ -88,6 +88,16 @@ def test_lists_longer_than_the_first_buffers():
     assert np.percentile(relative_force_errors(a, a_ref), 99) < 1e-5
 
 
+@pytest.mark.parametrize("need", [100, 4096, 5000, 70000])
+def test_list_buffers_rows_avoid_4k_aliasing(need):
+    """A list buffer holds `need` terms, and its rows are not a multiple of 4 KiB apart (rows
+    that are share the L1 cache's sets: list building took twice the time)."""
+    for rows in (4, walk.TERMS):
+        buf = walk._rows(rows, need)
+        assert buf.shape[0] == rows and buf.shape[1] >= need and buf.flags.c_contiguous
+        assert buf.strides[0] % 4096 != 0
+
+
 @pytest.mark.parametrize("theta", [0.4, 0.75])
 def test_forces_match_the_numpy_engine_on_the_same_tree(case, theta):
     pos, mass, eps = case

@@ -27,6 +27,8 @@ STACK = 256  # depth-first stack: at most 8 per level for 22 levels
 CHUNKS_PER_THREAD = 32  # chunks of groups per thread (load balance, also when a thread waits)
 TERMS = 11  # a cell's list row: centre of mass (3), mass, second moments (6), half the trace
 PAD = 16  # lists padded to whole SIMD vectors (16 float32)
+SKEW = 16  # a list buffer's rows are a whole number of KiB plus one cache line apart: rows a
+# multiple of 4 KiB apart share the L1 cache's sets (and its store-to-load address checks)
 FAR = np.float32(1e10)  # where the padding's massless terms sit
 _F0, _F1 = np.float32(0), np.float32(1)
 
@@ -175,12 +177,17 @@ def _lists(box, node, moments, pos, mass, stack, leaves, src, cell):
 
 
 @kernel()
+def _rows(rows, need):
+    """A list buffer of `rows` rows with room for `need` terms, rows SKEW floats off 4 KiB."""
+    return np.empty((rows, -(-need // 1024) * 1024 + SKEW), np.float32)
+
+
+@kernel()
 def _chunk(g0, g1, pos, mass, box, node, moments, group_begin, group_count, eps2, acc, pot):
     """Walk and evaluate the groups g0..g1-1; returns their (pp, pc) counts."""
     stack = np.empty(STACK, np.int64)
     leaves = np.empty(node.shape[0], np.int64)
-    src = np.empty((4, 4096), np.float32)
-    cell = np.empty((TERMS, 4096), np.float32)
+    src, cell = _rows(4, 4096), _rows(TERMS, 4096)
     total = np.zeros((group_count[g0:g1].max() + 1, 4))  # a group's sums (float64)
     pp = pc = 0
     inv_eps = 1.0 / np.sqrt(np.float64(eps2)) if eps2 > _F0 else 0.0
@@ -189,8 +196,8 @@ def _chunk(g0, g1, pos, mass, box, node, moments, group_begin, group_count, eps2
             n_src, n_cell = _lists(box[g], node, moments, pos, mass, stack, leaves, src, cell)
             if n_src <= src.shape[1] - PAD and n_cell <= cell.shape[1] - PAD:
                 break
-            src = np.empty((4, max(n_src + PAD, src.shape[1])), np.float32)
-            cell = np.empty((TERMS, max(n_cell + PAD, cell.shape[1])), np.float32)
+            src = _rows(4, max(n_src + PAD, src.shape[1]))
+            cell = _rows(TERMS, max(n_cell + PAD, cell.shape[1]))
         b, ng = group_begin[g], group_count[g]
         pp += ng * n_src
         pc += ng * n_cell
