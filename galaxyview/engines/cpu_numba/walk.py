@@ -7,8 +7,10 @@ leaf gives its particles, an opened internal cell its children. A cell's walk da
 32-byte record (centre of mass, r_open^2 and its links), its moments another. The accepted
 cells and the leaves' particles are gathered into contiguous rows, padded to whole SIMD
 vectors; then the lists are evaluated a BLOCK of terms at a time (it stays in the L1 cache)
-for every particle of the group, two particles a pass, in float32 SIMD loops (fastmath:
-vectorised sums, rsqrt), each block's sums added up in float64. Groups are handed to the
+for every particle of the group, in float32 SIMD loops (fastmath: vectorised sums, rsqrt):
+particles two a pass (one load of a source for both), cells one a pass (with two, a cell's
+eleven terms and the sums outgrow 256-bit vectors' 16 registers and spill); each block's sums
+added up in float64. Groups are handed to the
 threads a chunk at a time (dynamic schedule). The same interactions as the numpy engine: the
 same pp and pc.
 """
@@ -65,20 +67,46 @@ def _pp(x, y, z, u, v, w, sx, sy, sz, sm, j0, j1, eps2):
 
 
 @kernel(fastmath=FAST)
-def _pc(x, y, z, u, v, w, cell, j0, j1, eps2):
-    """acc and pot (as _pp) at two points from the cells j0..j1-1 of `cell` (rows: centre of
-    mass (3), mass M, second moments Q (xx yy zz xy xz yz), tr Q / 2);
+def _pp_soft(x, y, z, u, v, w, sx, sy, sz, sm, j0, j1, eps2):
+    """_pp where eps2 > 0: no pair is at r^2 = 0, so none is left out (a particle's own
+    pair adds -m/eps to its potential, taken off by the caller, and nothing to its acc)."""
+    ax = ay = az = ap = bx = by = bz = bp = _F0
+    for j in range(np.uint64(j0), np.uint64(j1)):
+        m = sm[j]
+        dx, dy, dz = sx[j] - x, sy[j] - y, sz[j] - z
+        inv = _F1 / np.sqrt(dx * dx + dy * dy + dz * dz + eps2)
+        mr = m * inv
+        ap -= mr
+        mr3 = mr * inv * inv
+        ax += dx * mr3
+        ay += dy * mr3
+        az += dz * mr3
+        dx, dy, dz = sx[j] - u, sy[j] - v, sz[j] - w
+        inv = _F1 / np.sqrt(dx * dx + dy * dy + dz * dz + eps2)
+        mr = m * inv
+        bp -= mr
+        mr3 = mr * inv * inv
+        bx += dx * mr3
+        by += dy * mr3
+        bz += dz * mr3
+    return ax, ay, az, ap, bx, by, bz, bp
+
+
+@kernel(fastmath=FAST)
+def _pc(x, y, z, cell, j0, j1, eps2):
+    """acc and pot at (x, y, z) from the cells j0..j1-1 of `cell` (rows: centre of mass (3),
+    mass M, second moments Q (xx yy zz xy xz yz), tr Q / 2);
     phi = -M/r + trQ/(2 r^3) - 3 r.Q.r/(2 r^5), r = x - com, softened r^2 = |r|^2 + eps^2:
     with h = trQ/2 and s = r.Q.r/r^2, phi = (h - 1.5 s)/r^3 - M/r and
-    acc = -grad phi = (3 (h - 2.5 s)/r^2 - M)/r^3 r + 3/r^5 Q.r."""
+    acc = -grad phi = (3 (h - 2.5 s)/r^2 - M)/r^3 r + 3/r^5 Q.r. One point a pass: with
+    two, 256-bit vectors run out of registers (16)."""
     cx, cy, cz, cm, ch = cell[0], cell[1], cell[2], cell[3], cell[10]
     q0, q1, q2, q3, q4, q5 = cell[4], cell[5], cell[6], cell[7], cell[8], cell[9]
     three, f15, f25 = np.float32(3), np.float32(1.5), np.float32(2.5)
-    ax = ay = az = ap = bx = by = bz = bp = _F0
+    ax = ay = az = ap = _F0
     for j in range(np.uint64(j0), np.uint64(j1)):
         m, h = cm[j], ch[j]
         xx, yy, zz, xy, xz, yz = q0[j], q1[j], q2[j], q3[j], q4[j], q5[j]
-        # first point
         rx, ry, rz = x - cx[j], y - cy[j], z - cz[j]
         inv = _F1 / np.sqrt(rx * rx + ry * ry + rz * rz + eps2)
         inv2 = inv * inv
@@ -94,23 +122,7 @@ def _pc(x, y, z, u, v, w, cell, j0, j1, eps2):
         ax += f * rx + g * qx
         ay += f * ry + g * qy
         az += f * rz + g * qz
-        # second point
-        rx, ry, rz = u - cx[j], v - cy[j], w - cz[j]
-        inv = _F1 / np.sqrt(rx * rx + ry * ry + rz * rz + eps2)
-        inv2 = inv * inv
-        inv3 = inv * inv2
-        qx = xx * rx + xy * ry + xz * rz
-        qy = xy * rx + yy * ry + yz * rz
-        qz = xz * rx + yz * ry + zz * rz
-        s = (rx * qx + ry * qy + rz * qz) * inv2
-        bp += inv3 * (h - f15 * s) - m * inv
-        e = three * inv2
-        f = inv3 * (e * (h - f25 * s) - m)
-        g = e * inv3
-        bx += f * rx + g * qx
-        by += f * ry + g * qy
-        bz += f * rz + g * qz
-    return ax, ay, az, ap, bx, by, bz, bp
+    return ax, ay, az, ap
 
 
 @kernel()
@@ -203,23 +215,30 @@ def _chunk(g0, g1, pos, mass, box, node, moments, group_begin, group_count, eps2
         pc += ng * n_cell
         total[:ng] = 0.0
         sx, sy, sz, sm = src[0], src[1], src[2], src[3]
-        for kind in range(2):  # the particles' list, then the cells'
-            n = -(-(n_src if kind == 0 else n_cell) // PAD) * PAD
-            for j0 in range(0, n, BLOCK):  # a block of the list for all the group's particles
-                j1 = min(j0 + BLOCK, n)
-                for i in range(0, ng, 2):  # two particles a pass; an odd last one twice
-                    t, t2 = b + i, b + min(i + 1, ng - 1)
-                    x, y, z = pos[t, 0], pos[t, 1], pos[t, 2]
-                    u, v, w = pos[t2, 0], pos[t2, 1], pos[t2, 2]
-                    if kind == 0:
-                        s = _pp(x, y, z, u, v, w, sx, sy, sz, sm, j0, j1, eps2)
-                    else:
-                        s = _pc(x, y, z, u, v, w, cell, j0, j1, eps2)
+        n = -(-n_src // PAD) * PAD
+        for j0 in range(0, n, BLOCK):  # a block of the list for all the group's particles
+            j1 = min(j0 + BLOCK, n)
+            for i in range(0, ng, 2):  # two particles a pass; an odd last one twice
+                t, t2 = b + i, b + min(i + 1, ng - 1)
+                x, y, z = pos[t, 0], pos[t, 1], pos[t, 2]
+                u, v, w = pos[t2, 0], pos[t2, 1], pos[t2, 2]
+                if eps2 > _F0:
+                    s = _pp_soft(x, y, z, u, v, w, sx, sy, sz, sm, j0, j1, eps2)
+                else:
+                    s = _pp(x, y, z, u, v, w, sx, sy, sz, sm, j0, j1, eps2)
+                for k in range(4):
+                    total[i, k] += s[k]
+                if i + 1 < ng:
                     for k in range(4):
-                        total[i, k] += s[k]
-                    if i + 1 < ng:
-                        for k in range(4):
-                            total[i + 1, k] += s[4 + k]
+                        total[i + 1, k] += s[4 + k]
+        n = -(-n_cell // PAD) * PAD
+        for j0 in range(0, n, BLOCK):
+            j1 = min(j0 + BLOCK, n)
+            for i in range(ng):
+                t = b + i
+                s = _pc(pos[t, 0], pos[t, 1], pos[t, 2], cell, j0, j1, eps2)
+                for k in range(4):
+                    total[i, k] += s[k]
         for i in range(ng):
             t = b + i
             acc[t, 0], acc[t, 1], acc[t, 2] = total[i, 0], total[i, 1], total[i, 2]
