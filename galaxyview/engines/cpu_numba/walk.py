@@ -134,7 +134,8 @@ def _lists(box, node, moments, pos, mass, stack, leaves, src, cell):
     records (see walk_records), moments: mass, second moments, trQ/2.
 
     The children of an opened cell are classified without branches: each is written to the
-    cell list, whose end moves on when it is accepted; the opened ones are pushed on the stack
+    cell list, whose end moves on when it is accepted; the opened ones' children (first and
+    count in one int64: no load of the record when it is popped) are pushed on the stack
     (internal) or on `leaves`, whose particles are copied at the end."""
     x0, y0, z0, x1, y1, z1 = box[0], box[1], box[2], box[3], box[4], box[5]
     nodef = node.view(np.float32)
@@ -155,15 +156,15 @@ def _lists(box, node, moments, pos, mass, stack, leaves, src, cell):
                 cell[3 + r, k] = moments[c, r]
             n_cell += accept
             leaf = node[c, 5] == 0
-            stack[top] = c
+            stack[top] = node[c, 4] | (np.int64(node[c, 5]) << 32)  # its children
             top += not (accept or leaf)
             leaves[n_leaves] = c
             n_leaves += not accept and leaf
         if top == 0:
             break
         top -= 1
-        first = node[stack[top], 4]
-        last = first + node[stack[top], 5]
+        first = stack[top] & 0xFFFFFFFF
+        last = first + (stack[top] >> 32)
     n_src = 0
     for k in range(n_leaves):
         n_src += node[leaves[k], 7]
