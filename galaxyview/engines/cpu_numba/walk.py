@@ -20,7 +20,6 @@ import numpy as np
 from numba import prange
 
 from galaxyview.engines.cpu.cells import Tree
-from galaxyview.engines.cpu.groups import group_boxes
 from galaxyview.engines.cpu_numba.jit import FAST, kernel, parallel_chunks, use_threads
 from galaxyview.model.params import check_eps, check_theta
 
@@ -196,8 +195,9 @@ def _rows(rows, need):
 
 
 @kernel()
-def _chunk(g0, g1, pos, mass, box, node, moments, group_begin, group_count, eps2, acc, pot):
+def _chunk(g0, g1, pos, mass, node, moments, group_begin, group_count, eps2, acc, pot):
     """Walk and evaluate the groups g0..g1-1; returns their (pp, pc) counts."""
+    box = np.empty(6, np.float32)  # a group's particles' bounding box (groups.group_boxes)
     stack = np.empty(STACK, np.int64)
     leaves = np.empty(node.shape[0], np.int64)
     src, cell = _rows(4, 4096), _rows(TERMS, 4096)
@@ -205,13 +205,19 @@ def _chunk(g0, g1, pos, mass, box, node, moments, group_begin, group_count, eps2
     pp = pc = 0
     inv_eps = 1.0 / np.sqrt(np.float64(eps2)) if eps2 > _F0 else 0.0
     for g in range(g0, g1):
+        b, ng = group_begin[g], group_count[g]
+        for k in range(3):
+            box[k] = box[3 + k] = pos[b, k]
+        for i in range(b + 1, b + ng):
+            for k in range(3):
+                box[k] = min(box[k], pos[i, k])
+                box[3 + k] = max(box[3 + k], pos[i, k])
         while True:
-            n_src, n_cell = _lists(box[g], node, moments, pos, mass, stack, leaves, src, cell)
+            n_src, n_cell = _lists(box, node, moments, pos, mass, stack, leaves, src, cell)
             if n_src <= src.shape[1] - PAD and n_cell <= cell.shape[1] - PAD:
                 break
             src = _rows(4, max(n_src + PAD, src.shape[1]))
             cell = _rows(TERMS, max(n_cell + PAD, cell.shape[1]))
-        b, ng = group_begin[g], group_count[g]
         pp += ng * n_src
         pc += ng * n_cell
         total[:ng] = 0.0
@@ -248,11 +254,11 @@ def _chunk(g0, g1, pos, mass, box, node, moments, group_begin, group_count, eps2
 
 
 @kernel(parallel=True)
-def _walk(pos, mass, box, node, moments, group_begin, group_count, cuts, eps2, acc, pot,
+def _walk(pos, mass, node, moments, group_begin, group_count, cuts, eps2, acc, pot,
           counts):
     """Chunk k: the groups cuts[k]..cuts[k+1]-1; counts[k] = its (pp, pc)."""
     for k in prange(cuts.size - 1):
-        counts[k, 0], counts[k, 1] = _chunk(cuts[k], cuts[k + 1], pos, mass, box, node,
+        counts[k, 0], counts[k, 1] = _chunk(cuts[k], cuts[k + 1], pos, mass, node,
                                             moments, group_begin, group_count, eps2, acc, pot)
 
 
@@ -277,7 +283,6 @@ def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0):
     pp and pc counts (engines.cpu.forces.tree_forces, compiled)."""
     theta, eps = check_theta(theta), check_eps(eps)
     node, moments = walk_records(tree, theta)
-    box = np.concatenate(group_boxes(tree), axis=1)
     n_groups = len(tree.group_begin)
     threads = use_threads()
     cuts = np.linspace(0, n_groups, min(n_groups, CHUNKS_PER_THREAD * threads) + 1)
@@ -286,9 +291,20 @@ def tree_forces(tree: Tree, theta: float, eps: float, G: float = 1.0):
     counts = np.zeros((len(cuts) - 1, 2), np.int64)
     eps2 = np.float32(eps) * np.float32(eps)
     with parallel_chunks(1):
-        _walk(tree.pos, tree.mass, box, node, moments, tree.group_begin, tree.group_count, cuts,
+        _walk(tree.pos, tree.mass, node, moments, tree.group_begin, tree.group_count, cuts,
               eps2, acc, pot, counts)
     if G != 1:
         acc *= G
         pot *= G
     return acc, pot, int(counts[:, 0].sum()), int(counts[:, 1].sum())
+
+
+@kernel()
+def unsort(order, acc_s, pot_s):
+    """acc, pot with acc[order] = acc_s, pot[order] = pot_s (numpy's fancy indexing, a few
+    times faster)."""
+    acc, pot = np.empty_like(acc_s), np.empty_like(pot_s)
+    for i in range(order.size):
+        j = order[i]
+        acc[j, 0], acc[j, 1], acc[j, 2], pot[j] = acc_s[i, 0], acc_s[i, 1], acc_s[i, 2], pot_s[i]
+    return acc, pot
