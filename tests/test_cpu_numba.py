@@ -88,6 +88,28 @@ def test_lists_longer_than_the_first_buffers():
     assert np.percentile(relative_force_errors(a, a_ref), 99) < 1e-5
 
 
+@pytest.mark.parametrize("need", [100, 4096, 5000, 70000])
+def test_list_buffers_rows_avoid_4k_aliasing(need):
+    """A list buffer holds `need` terms, and its rows are not a multiple of 4 KiB apart (rows
+    that are share the L1 cache's sets: list building took twice the time)."""
+    for rows in (4, walk.TERMS):
+        buf = walk._rows(rows, need)
+        assert buf.shape[0] == rows and buf.shape[1] >= need and buf.flags.c_contiguous
+        assert buf.strides[0] % 4096 != 0
+
+
+def test_unsort_is_numpys_scatter():
+    """The compiled engine's forces back in the loaded order: acc[order] = acc_s, as the
+    numpy engine's fancy indexing."""
+    rng = np.random.default_rng(3)
+    order = rng.permutation(5000)
+    acc_s, pot_s = rng.standard_normal((5000, 3)), rng.standard_normal(5000)
+    acc, pot = walk.unsort(order, acc_s, pot_s)
+    acc0, pot0 = CPUEngine()._unsort(order, acc_s, pot_s)
+    assert np.array_equal(acc, acc0) and np.array_equal(pot, pot0)
+    assert np.array_equal(acc[order], acc_s) and np.array_equal(pot[order], pot_s)
+
+
 @pytest.mark.parametrize("theta", [0.4, 0.75])
 def test_forces_match_the_numpy_engine_on_the_same_tree(case, theta):
     pos, mass, eps = case

@@ -72,8 +72,8 @@ class _Particles(HostSystem):
 class CPUEngine(Engine):
     """Engine on the CPU; `tree` is the last octree built (None with direct summation).
 
-    The tree phases are methods (_sort, _build, _multipoles, _walk) so that a compiled engine
-    (engines/cpu_numba) can replace them and keep the rest: state, modules, checks."""
+    The tree phases are methods (_sort, _build, _multipoles, _walk, _unsort) so that a compiled
+    engine (engines/cpu_numba) can replace them and keep the rest: state, modules, checks."""
 
     name = "reference"
 
@@ -240,8 +240,7 @@ class CPUEngine(Engine):
                 acc_s += a
                 pot_s += q
                 pp, pc = pp + gpp, pc + gpc
-            acc, pot = np.empty_like(acc_s), np.empty_like(pot_s)
-            acc[tree.order], pot[tree.order] = acc_s, pot_s
+            acc, pot = self._unsort(tree.order, acc_s, pot_s)
             if active is not None:
                 acc, pot = acc[active], pot[active]
             t4 = perf_counter()
@@ -284,6 +283,12 @@ class CPUEngine(Engine):
     def _walk(self, tree: Tree, amac: AccelerationMAC | None = None):
         p = self.params
         return tree_forces(tree, p.theta, p.eps, p.G, amac=amac)
+
+    def _unsort(self, order: np.ndarray, acc_s: np.ndarray, pot_s: np.ndarray):
+        """The tree's sorted-order acc and pot in the loaded order (acc[order] = acc_s)."""
+        acc, pot = np.empty_like(acc_s), np.empty_like(pot_s)
+        acc[order], pot[order] = acc_s, pot_s
+        return acc, pot
 
     def _walk_ghost(self, tree: Tree, offset: np.ndarray, amac=None):
         """Forces of the tree's image shifted by `offset` on its particles (numpy walk)."""

@@ -67,7 +67,7 @@ def warm_up(stream=None, announce_after: float | None = None) -> None:
                 elif step == "multipoles":
                     build.compute_multipoles(tree)
                 elif step == "walk":
-                    walk.tree_forces(tree, 0.5, 0.05)
+                    walk.unsort(tree.order, *walk.tree_forces(tree, 0.5, 0.05)[:2])
                 elif step == "direct":
                     _warm_direct(pos.astype(np.float64), mass.astype(np.float64))
                 with lock:
@@ -162,3 +162,6 @@ class NumbaEngine(CPUEngine):
         if amac is not None:
             self._check_mac("acceleration")
         return walk.tree_forces(tree, p.theta, p.eps, p.G)
+
+    def _unsort(self, order: np.ndarray, acc_s: np.ndarray, pot_s: np.ndarray):
+        return walk.unsort(order, acc_s, pot_s)
