@@ -159,9 +159,9 @@ def test_cusp_velocities_are_drawn_in_the_softened_potential():
 
 @pytest.mark.slow
 def test_a_short_cpu_run_keeps_the_cusp_and_would_catch_bad_velocities():
-    """Bulge mass within 0.1 and 0.3 kpc after 5 Myr (about 4 crossing times at 0.3 kpc) stays
-    within 12% at 12,000 particles; the same galaxy with its velocities zeroed collapses and
-    with them doubled flies apart, beyond that bound."""
+    """The bulge's mass within 0.3 and 1 kpc after 2.5 Myr (two crossing times at 0.3 kpc)
+    stays within 10% at 12,000 particles; the same galaxy with its velocities zeroed collapses
+    and with them doubled flies apart, far beyond that bound (30% or 1.3 times them: 50%)."""
     tool = cusp_tool()
     scene = load_scene("m31-cusp")
     start = scene.build(12000)
@@ -172,11 +172,11 @@ def test_a_short_cpu_run_keeps_the_cusp_and_would_catch_bad_velocities():
         engine, _ = create_engine("cpu", scene.params)
         engine.load(state)
         first = tool.cusp_figures(state)
-        engine.step(round(5.0 / scene.units.time_myr / scene.params.dt))
+        engine.step(round(2.5 / scene.units.time_myr / scene.params.dt))
         out = tool.changes(first, tool.cusp_figures(engine.state()))["enclosed"]
         engine.close()
-        return max(abs(out[0]), abs(out[1]))
+        return max(abs(out[1]), abs(out[2]))
 
-    assert drift(1.0) < 0.12
+    assert drift(1.0) < 0.10
     assert drift(0.0) > 0.3
     assert drift(2.0) > 0.3

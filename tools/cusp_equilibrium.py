@@ -6,7 +6,8 @@ its particles within 1 kpc, found by shrinking spheres from the bulge's centre o
   - the bulge's density in radial bins between 0.05 and 2 kpc against the initial, the largest
     relative change (and that of the innermost bin, 0.05-0.08 kpc);
   - the bulge's enclosed mass within 0.1, 0.3 and 1 kpc, relative to the initial;
-  - the black hole's distance from the bulge's centre (pc);
+  - the black hole's distance from the bulge's centre (pc), and its sphere of influence: the
+    radius about it within which the stars (bulge and disk) weigh twice the hole;
   - the half-mass radii of bulge, disk and halo (3-D, about the centre);
   - |dE/E| of the whole system.
 
@@ -63,6 +64,7 @@ def cusp_figures(state, length_kpc: float = 1.0) -> dict:
         "density": density.tolist(),
         "enclosed": [float(mass[bulge & (r < x)].sum()) for x in ENCLOSED_KPC],
         "bh_offset_kpc": float(r[hole][0]) if hole.any() else float("nan"),
+        "r_infl_kpc": _influence(pos, mass, comp) * length_kpc,
         "half_mass_kpc": {},
     }
     for name, code in PARTS.items():
@@ -72,6 +74,19 @@ def cusp_figures(state, length_kpc: float = 1.0) -> dict:
     return out
 
 
+def _influence(pos, mass, comp) -> float:
+    """Radius about the black hole within which bulge and disk weigh twice the hole (nan
+    without one)."""
+    hole = comp == Component.BLACK_HOLE
+    if not hole.any():
+        return float("nan")
+    stars = (comp == Component.BULGE) | (comp == Component.DISK)
+    d = np.linalg.norm(pos[stars] - pos[hole][0], axis=1)
+    order = np.argsort(d)
+    cum = np.cumsum(mass[stars][order])
+    return float(d[order][np.searchsorted(cum, 2.0 * mass[hole][0])])
+
+
 def _half_mass_radius(r: np.ndarray, m: np.ndarray) -> float:
     order = np.argsort(r)
     cum = np.cumsum(m[order])
@@ -79,12 +94,14 @@ def _half_mass_radius(r: np.ndarray, m: np.ndarray) -> float:
 
 
 def influence_radius(config) -> float:
-    """Radius (N-body units) within which the model's stars and dark matter weigh twice the
+    """Radius (N-body units) within which the model's stars (bulge and disk) weigh twice the
     black hole (the sphere of influence by mass); 0 without a black hole."""
     if config.black_hole <= 0:
         return 0.0
-    eq = config.equilibrium()
-    return float(np.interp(2.0 * config.black_hole, eq.m_all - config.black_hole, eq.r))
+    r = np.geomspace(1e-5, 100.0, 20001) * config.bulge.scale
+    stars = config.bulge.enclosed_mass(r) + (config.disk.cylindrical_mass(r) if config.disk
+                                             else 0.0)
+    return float(np.interp(2.0 * config.black_hole, stars, r))
 
 
 def changes(first: dict, now: dict) -> dict:
@@ -97,6 +114,7 @@ def changes(first: dict, now: dict) -> dict:
         "density_inner": float(rel[0]),
         "enclosed": [b / a - 1.0 if a > 0 else float("nan")
                      for a, b in zip(first["enclosed"], now["enclosed"])],
+        "r_infl": now["r_infl_kpc"] / first["r_infl_kpc"] - 1.0,
     }
 
 
@@ -132,13 +150,13 @@ def run(args) -> int:
     print(f"{args.scene}: N = {state.n} {counts}, {why}; {params.integrator}, theta "
           f"{params.theta}, dt {params.dt:g} ({params.dt * myr * 1e3:.1f} kyr), eps "
           f"{params.eps * kpc * 1e3:g} pc; sphere of influence (stars = 2 M_bh) "
-          f"{r_infl * 1e3:.0f} pc")
+          f"{r_infl * 1e3:.0f} pc in the model")
     engine.load(state)
     e0 = engine.energies().total
     first = cusp_figures(state, kpc)
     print("bulge density bins (kpc): " + " ".join(f"{x:.3g}" for x in BINS_KPC))
     print(f"{'Myr':>5} {'rho max':>8} {'rho in':>7} {'M<0.1':>7} {'M<0.3':>7} {'M<1':>7} "
-          f"{'BH pc':>6} {'r_half b/d/h kpc':>20} {'|dE/E|':>8} {'s/step':>6}")
+          f"{'BH pc':>6} {'r_infl pc':>9} {'r_half b/d/h kpc':>20} {'|dE/E|':>8} {'s/step':>6}")
     rows, start, done = [], time.perf_counter(), 0
     for t_myr in [0.0] + sorted(args.times):
         steps = round(t_myr / myr / params.dt) - done
@@ -154,7 +172,7 @@ def run(args) -> int:
         print(f"{row['t_myr']:5.1f} {100 * row['density_max']:7.1f}% "
               f"{100 * row['density_inner']:+6.1f}% "
               + " ".join(f"{100 * x:+6.1f}%" for x in row["enclosed"])
-              + f" {now['bh_offset_kpc'] * 1e3:6.1f} {half:>20} {row['d_energy']:8.1e} "
+              + f" {now['bh_offset_kpc'] * 1e3:6.1f} {now['r_infl_kpc'] * 1e3:9.1f} {half:>20} {row['d_energy']:8.1e} "
               f"{per_step:6.3f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
