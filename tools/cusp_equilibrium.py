@@ -127,6 +127,7 @@ def main(argv=None) -> int:
     p.add_argument("--times", type=float, nargs="+", default=[25.0, 50.0, 100.0],
                    help="report times in Myr (25 50 100)")
     p.add_argument("--dt", type=float, default=None, help="time step (the scene's)")
+    p.add_argument("--theta", type=float, default=None, help="opening angle (the scene's)")
     p.add_argument("--integrator", default=None, help="physics module (the scene's)")
     p.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = p.parse_args(argv)
@@ -141,7 +142,7 @@ def run(args) -> int:
     scene = load_scene(args.scene)
     if scene.model != "disk_galaxy" or scene.config.bulge is None or scene.units is None:
         raise GalaxyviewError(f"{args.scene} is not a galaxy scene with a bulge and [units]")
-    params = scene.params.with_(dt=args.dt, integrator=args.integrator)
+    params = scene.params.with_(dt=args.dt, theta=args.theta, integrator=args.integrator)
     engine, why = create_engine(args.backend, params)
     state = scene.build(args.n, "gpu" if engine.on_gpu else "cpu")
     kpc, myr = scene.units.length_kpc, scene.units.time_myr
@@ -172,8 +173,8 @@ def run(args) -> int:
         print(f"{row['t_myr']:5.1f} {100 * row['density_max']:7.1f}% "
               f"{100 * row['density_inner']:+6.1f}% "
               + " ".join(f"{100 * x:+6.1f}%" for x in row["enclosed"])
-              + f" {now['bh_offset_kpc'] * 1e3:6.1f} {now['r_infl_kpc'] * 1e3:9.1f} {half:>20} {row['d_energy']:8.1e} "
-              f"{per_step:6.3f}", flush=True)
+              + f" {now['bh_offset_kpc'] * 1e3:6.1f} {now['r_infl_kpc'] * 1e3:9.1f} {half:>20} "
+              f"{row['d_energy']:8.1e} {per_step:6.3f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"scene": args.scene, "n": state.n, "engine": why,
