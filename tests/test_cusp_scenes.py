@@ -46,16 +46,16 @@ def test_both_scenes_load_with_m31s_published_model_and_20_pc_softening():
         assert config.softening == pytest.approx(0.02)
 
 
-def test_merger_is_parabolic_with_a_5_kpc_pericentre_and_two_black_holes():
+def test_merger_is_slightly_bound_with_a_5_kpc_pericentre_and_two_black_holes():
     scene = load_scene("m31-cusp-merger")
     orbit = scene.config.members[1].orbit
-    assert orbit.eccentricity == 1.0 and orbit.pericentre == pytest.approx(5.0)
+    assert 0.8 <= orbit.eccentricity < 1.0 and orbit.pericentre == pytest.approx(5.0)
     state = scene.build(4000)
     holes = state.component == Component.BLACK_HOLE
     assert holes.sum() == 2 and sorted(state.galaxy[holes]) == [0, 1]
     assert state.mass[holes] == pytest.approx([0.014, 0.014])
     # the first pericentre comes within the scene's first Gyr (time unit 4.71 Myr)
-    assert 0 < state.meta["t_pericentre"][0] * scene.units.time_myr < 500
+    assert 0 < state.meta["t_pericentre"][0] * scene.units.time_myr < 300
 
 
 def _half_mass(r, m):
