@@ -7,6 +7,8 @@ Scene keys (masses in 1e10 Msun, lengths in kpc; docs/galaxy-models.md describes
   [model.halo]       profile ("hernquist" | "nfw"), mass, scale, truncation
   [model.black_hole] mass
   [model.particles]  disk, bulge, halo: particles per unit mass relative to equal-mass particles
+  softening          the Plummer softening length (kpc) whose potential the velocities are
+                     drawn in (default 0: Newtonian; jeans.py)
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class GalaxyConfig:
     black_hole: float = 0.0
     weights: dict = field(default_factory=lambda: dict.fromkeys(PARTS, 1.0))
     name: str = "galaxy"
+    softening: float = 0.0
 
     def masses(self) -> dict:
         """Mass of each component present (disk, bulge, halo) in N-body units."""
@@ -48,7 +51,8 @@ class GalaxyConfig:
         return sum(self.masses().values()) + self.black_hole
 
     def equilibrium(self) -> Equilibrium:
-        return Equilibrium(self.disk, self.toomre_q, self.bulge, self.halo, self.black_hole)
+        return Equilibrium(self.disk, self.toomre_q, self.bulge, self.halo, self.black_hole,
+                           self.softening)
 
 
 # -- parsing -----------------------------------------------------------------------------------
@@ -82,7 +86,8 @@ def parse_galaxy(table, units: UnitSystem | None, name: str = "galaxy") -> Galax
         for key in PARTS:
             weights[key] = t.number(key, 1.0, lo=0, lo_open=True, hi=1e4)
         t.finish()
-    return GalaxyConfig(disk, q, bulge, halo, bh, weights, name)
+    softening = u.length(table.number("softening", 0.0, lo=0.0, hi=1e6))
+    return GalaxyConfig(disk, q, bulge, halo, bh, weights, name, softening)
 
 
 def _mass(t, u: UnitSystem) -> float:

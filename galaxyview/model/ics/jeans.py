@@ -9,6 +9,13 @@ The recipe of Hernquist (1993) and Springel, Di Matteo & Hernquist (2005):
   slab plus the vertical pull of the spherical components);
 - bulge and halo: isotropic Jeans equation in the spherically averaged mass of all components,
   sigma = 0 at each truncation radius.
+
+With a softening length eps > 0 the spherical parts (and the disk's spherically averaged mass,
+for the Jeans equation) pull as the N-body code's Plummer-softened gravity does: the potential
+of a shell of mass m and radius s at radius r is -m [sqrt((r+s)^2+eps^2) - sqrt((r-s)^2+eps^2)]
+/ (2 r s), and the black hole's is -M / sqrt(r^2+eps^2). A cusp round a black hole is then drawn
+with the dispersions it has in the softened potential, not the Newtonian ones, which diverge
+at the centre (where the softened escape speed is finite).
 """
 from __future__ import annotations
 
@@ -29,8 +36,10 @@ class Equilibrium:
     """Tables for one galaxy; arrays are evaluated at particle positions with the methods."""
 
     def __init__(self, disk: ExponentialDisk | None, toomre_q: float,
-                 bulge: Spherical | None, halo: Spherical | None, black_hole: float):
+                 bulge: Spherical | None, halo: Spherical | None, black_hole: float,
+                 softening: float = 0.0):
         self.disk, self.toomre_q = disk, toomre_q
+        self.softening = softening
         self.spheres = [s for s in (bulge, halo) if s is not None]
         self.black_hole = black_hole
         scales = [s.scale for s in self.spheres] + ([disk.scale_length] if disk else [])
@@ -40,10 +49,16 @@ class Equilibrium:
         self.r = np.geomspace(1e-4 * min(scales), 1.001 * max(edges), _N_RADII)
         self.m_sph = self.spherical_mass(self.r)
         self.m_all = self.m_sph + (disk.cylindrical_mass(self.r) if disk else 0.0)
-        # potential of the spherically averaged mass, for escape speeds
+        # potential of the spherically averaged mass (escape speeds) and its pull g = dphi/dr;
+        # g_sph: that of the spherical parts and the black hole alone (the disk's rotation)
         lnr = np.log(self.r)
-        inward = _cumulative_from_top(self.m_all / self.r, lnr)
-        self.phi = -self.m_all[-1] / self.r[-1] - inward
+        if softening > 0:
+            self.phi, self.g_all = _softened(self.r, self.m_all, black_hole, softening)
+            self.g_sph = _softened(self.r, self.m_sph, black_hole, softening)[1]
+        else:
+            inward = _cumulative_from_top(self.m_all / self.r, lnr)
+            self.phi = -self.m_all[-1] / self.r[-1] - inward
+            self.g_all, self.g_sph = self.m_all / self.r ** 2, self.m_sph / self.r ** 2
         self.sigma_sph = [self._jeans(s, lnr) for s in self.spheres]
         if disk:
             self._disk_tables()
@@ -52,16 +67,27 @@ class Equilibrium:
         """Mass of bulge, halo and black hole inside radius r."""
         return sum((s.enclosed_mass(r) for s in self.spheres), np.zeros_like(r)) + self.black_hole
 
+    def spherical_pull(self, r):
+        """|dphi/dr| of bulge, halo and black hole at radius r (M(r) / r^2 unsoftened)."""
+        r = np.asarray(r, dtype=float)
+        if self.softening <= 0:
+            return self.spherical_mass(r) / np.maximum(r, 1e-300) ** 2
+        inside = np.interp(r, self.r, self.g_sph) * np.minimum(r / self.r[0], 1.0)  # g ~ r
+        return np.where(r > self.r[-1], self.spherical_mass(r) / np.maximum(r, 1e-300) ** 2,
+                        inside)
+
     def _jeans(self, sphere: Spherical, lnr) -> np.ndarray:
         rho = sphere.density(self.r)
-        pressure = _cumulative_from_top(rho * self.m_all / self.r, lnr)  # int rho M / r^2 dr
+        pull_r = self.g_all * self.r if self.softening > 0 else self.m_all / self.r
+        pressure = _cumulative_from_top(rho * pull_r, lnr)  # int rho g dr
         return np.sqrt(np.where(rho > 0, pressure / np.maximum(rho, 1e-300), 0.0))
 
     # -- disk ------------------------------------------------------------------------------------
     def _disk_tables(self) -> None:
         d = self.disk
         R = np.geomspace(1e-3, d.R_MAX_SCALES, _N_DISK_R) * d.scale_length
-        vc2 = np.maximum(-R * d.midplane_radial_force(R), 0.0) + self.spherical_mass(R) / R
+        vc2 = np.maximum(-R * d.midplane_radial_force(R), 0.0) + (
+            R * self.spherical_pull(R) if self.softening > 0 else self.spherical_mass(R) / R)
         omega2 = vc2 / R ** 2
         kappa2 = np.gradient(R * R * vc2, np.log(R)) / R ** 4
         kappa2 = np.maximum(kappa2, 1e-3 * omega2)  # guards the table against noise
@@ -77,7 +103,10 @@ class Equilibrium:
         self.z = np.linspace(0.0, _Z_MAX, _N_DISK_Z) * z0
         sech2 = 1.0 / np.cosh(self.z / z0) ** 2
         rr = np.hypot(R[:, None], self.z[None, :])
-        pull = sech2[None, :] * self.spherical_mass(rr) * self.z[None, :] / rr ** 3
+        if self.softening > 0:
+            pull = sech2[None, :] * self.spherical_pull(rr) * self.z[None, :] / rr
+        else:
+            pull = sech2[None, :] * self.spherical_mass(rr) * self.z[None, :] / rr ** 3
         outer = _cumulative_from_top(pull, self.z, axis=1)
         self.sigma_z2 = np.pi * sigma[:, None] * z0 + outer / sech2[None, :]
 
@@ -122,6 +151,21 @@ def _truncated_maxwell_speeds(sigma, v_max, rng):
     scale = np.where(wide, sigma, v_max / t_max)
     target = rng.uniform(0.0, 1.0, sigma.size) * np.interp(t_max, _T, _CDF)
     return scale * np.interp(target, _CDF_ALL, _T_ALL)
+
+
+def _softened(r, mass, point: float, eps: float):
+    """(phi, g = dphi/dr) on the grid r of the mass profile `mass` (cumulative, including a
+    central point mass `point`), with Plummer softening eps: the point mass exactly, the rest
+    as shells at the grid's mid-points."""
+    shells = np.diff(mass - point, prepend=0.0)
+    s = np.concatenate([[0.5 * r[0]], np.sqrt(r[1:] * r[:-1])])
+    phi = -point / np.sqrt(r * r + eps * eps)
+    for i in range(0, r.size, 256):  # blocks of radii: a (256, n) table at a time
+        ri = r[i:i + 256, None]
+        plus = np.sqrt((ri + s) ** 2 + eps * eps)
+        minus = np.sqrt((ri - s) ** 2 + eps * eps)
+        phi[i:i + 256] -= ((plus - minus) / (2.0 * ri * s)) @ shells
+    return phi, np.gradient(phi, r)
 
 
 def _cumulative_from_top(f, x, axis=0):
