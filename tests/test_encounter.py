@@ -177,14 +177,19 @@ def evolve_separations(state, t_end, dt, eps):
 
 
 def test_compact_galaxies_follow_the_kepler_orbit_to_pericentre():
-    """Galaxies that do not overlap before pericentre: direct summation, 400 particles."""
+    """Galaxies that do not overlap before pericentre: direct summation, 400 particles, the
+    separation averaged over four realisations (one wanders 1-5% off Kepler's curve; the
+    mean of four 1-2%; galaxies launched 15% too slow or fast leave it by 13-28%)."""
     config = parse(two(COMPACT, COMPACT, orbit="point-mass", separation=60.0))
-    # at 400 particles the separations keep within 2% of Kepler's for about half the seeds
-    state = encounter.build(config, 400, np.random.default_rng(4))
-    t_peri = state.meta["t_pericentre"][0]
-    times, seps = evolve_separations(state, 1.2 * t_peri, 0.5, 0.1)
+    runs = []
+    for seed in range(4):
+        state = encounter.build(config, 400, np.random.default_rng(seed))
+        t_peri = state.meta["t_pericentre"][0]
+        runs.append(evolve_separations(state, 1.2 * t_peri, 0.5, 0.1))
+    times = runs[0][0]
+    seps = np.mean([s for _, s in runs], axis=0)
     model = kepler.separation_at(10.0, 20.0, 1.0, 60.0, times[times < t_peri])
-    assert seps[times < t_peri] == pytest.approx(model, rel=0.02)
+    assert seps[times < t_peri] == pytest.approx(model, rel=0.04)
     assert seps.min() == pytest.approx(20.0, rel=0.1)
     assert times[np.argmin(seps)] == pytest.approx(t_peri, rel=0.05)
 
