@@ -100,6 +100,7 @@ def test_show_refuses_a_screen_that_is_not_there(capsys, tmp_path):
 def test_record_button_records_the_audience_output(qtbot, monkeypatch, tmp_path):
     """With an audience output open, Record writes its pictures (its size, its decorations);
     closed, the canvas again."""
+    pytest.importorskip("imageio_ffmpeg", reason="recording needs imageio-ffmpeg's encoder")
     import imageio
 
     from galaxyview.app import audience
