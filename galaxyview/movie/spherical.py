@@ -232,14 +232,19 @@ def read_stereo_bytes(moov: bytes) -> int | None:
     return moov[s3 + h3 + 4]
 
 
-def read_stereo(path) -> int | None:
-    """The st3d stereo_mode of the mp4 at `path` (0 mono, 1 top-bottom, 2 left-right), or None."""
+def _read_moov(path, read):
+    """read(moov bytes) of the mp4 at `path`, or None without a moov box."""
     with open(path, "rb") as f:
         for kind, s, e in _top_level(f):
             if kind == b"moov":
                 f.seek(s)
-                return read_stereo_bytes(f.read(e - s))
+                return read(f.read(e - s))
     return None
+
+
+def read_stereo(path) -> int | None:
+    """The st3d stereo_mode of the mp4 at `path` (0 mono, 1 top-bottom, 2 left-right), or None."""
+    return _read_moov(path, read_stereo_bytes)
 
 
 def read_spherical_bytes(moov: bytes) -> bytes | None:
@@ -256,9 +261,4 @@ def read_spherical_bytes(moov: bytes) -> bytes | None:
 
 def read_spherical(path) -> bytes | None:
     """The Spherical Video V1 XML of the mp4 at `path`, or None."""
-    with open(path, "rb") as f:
-        for kind, s, e in _top_level(f):
-            if kind == b"moov":
-                f.seek(s)
-                return read_spherical_bytes(f.read(e - s))
-    return None
+    return _read_moov(path, read_spherical_bytes)
