@@ -11,8 +11,8 @@ from galaxyview.model.params import Params
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.model.units import UnitSystem
 from galaxyview.movie.annotations import draw_labels, draw_scale_bar
-from galaxyview.render.annotations import (Label, galaxy_centres, galaxy_labels, round_length,
-                                           scale_bar)
+from galaxyview.render.annotations import (Label, galaxy_centres, galaxy_labels,
+                                           galaxy_selections, round_length, scale_bar)
 from galaxyview.render.camera import Camera
 from galaxyview.render.projections import Projection
 from test_record import run_cli
@@ -83,7 +83,7 @@ def _two_galaxies():
 def test_a_label_lands_at_the_projected_centre_of_its_galaxy():
     engine, want = _two_galaxies()
     try:
-        centres = galaxy_centres(engine, [0, 1])
+        centres = galaxy_centres(engine, galaxy_selections([0, 1]))
     finally:
         engine.close()
     assert np.allclose(centres, want, atol=1e-5)

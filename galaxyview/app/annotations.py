@@ -10,7 +10,8 @@ from PyQt6.QtWidgets import QWidget
 
 from galaxyview.model.units import in_seconds
 from galaxyview.movie.recorder import galaxy_names
-from galaxyview.render.annotations import galaxy_centres, galaxy_labels, scale_bar
+from galaxyview.render.annotations import (galaxy_centres, galaxy_labels, galaxy_selections,
+                                           scale_bar)
 
 
 class Annotations(QWidget):
@@ -33,7 +34,8 @@ class Annotations(QWidget):
             return
         if sim is not self._sim:  # a new scene
             self._sim, self._read_for, self.centres = sim, None, []
-            self._galaxies, self.names = galaxy_names(sim) if self.want_labels else ([], [])
+            galaxies, self.names = galaxy_names(sim) if self.want_labels else ([], [])
+            self._galaxies = galaxy_selections(galaxies)
         if self._galaxies and session.last is not self._read_for:
             done, centres = session.try_engine(lambda: galaxy_centres(sim.engine,
                                                                       self._galaxies))

@@ -58,7 +58,7 @@ def cmd_bench_engine(args) -> int:
                                   f"--scene {args.scene} times its step")
     kind, why = resolve_backend(args.backend, args.device)
     ns = args.n or ([1 << 20, 1 << 22, 1 << 24] if kind == "gpu" else [65536])
-    thetas = args.theta or [0.4, 0.75]
+    thetas = args.theta
     rows, device = [], None
     say(why)
     with progress_bar(len(ns) * len(thetas), "bench", unit="case") as update:
@@ -157,8 +157,8 @@ def cmd_bench_cpu(args) -> int:
     from galaxyview.bench.cpu import compare
     from galaxyview.engines import create_engine
 
-    ns = args.n or [1 << 14, 1 << 16, 1 << 18]
-    thetas = args.theta or [0.5, 0.75]
+    ns = args.n
+    thetas = args.theta
     engine, _ = create_engine("cpu")  # compiles first, with its progress line
     device = engine.device_name
     engine.close()

@@ -196,7 +196,10 @@ def run_record(args) -> int:
         else:
             writer = MovieWriter(args.output, options.fps, options.size, args.overwrite,
                                  crf=options.crf, preset=options.preset,
-                                 pixel_format="yuv420p")  # converted on the GPU
+                                 # converted on the GPU, except where names or a scale bar
+                                 # are drawn on the host: then ffmpeg converts RGB
+                                 pixel_format="rgb24" if args.labels or args.scale_bar
+                                 else "yuv420p")
         from galaxyview.simulation import open_simulation
 
         with making_bar() as made:

@@ -23,6 +23,7 @@ import numpy as np
 
 from galaxyview.errors import GalaxyviewError
 from galaxyview.files import check_output_path, open_temp, remove_quietly
+from galaxyview.render.yuv import i420_size
 
 SUFFIXES = (".mp4",)
 PIXEL_FORMATS = ("rgb24", "yuv420p")
@@ -137,7 +138,7 @@ def i420_frame(i420, size, copy: bool = True) -> np.ndarray:
     for another length or type."""
     i420 = np.asarray(i420)
     width, height = size
-    want = width * height * 3 // 2
+    want = i420_size(width, height)
     if i420.dtype != np.uint8 or i420.ndim != 1 or i420.size != want:
         raise MovieError(f"a yuv420p frame of {width}x{height} must be {want} uint8 bytes, got "
                          f"shape {i420.shape} {i420.dtype}")

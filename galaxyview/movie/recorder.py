@@ -244,14 +244,16 @@ def annotations(sim, renderer, options: RecordOptions, si: bool):
     if not (options.labels or options.scale_bar):
         return None
     from galaxyview.movie.annotations import draw_labels, draw_scale_bar
-    from galaxyview.render.annotations import galaxy_centres, galaxy_labels, scale_bar
+    from galaxyview.render.annotations import (galaxy_centres, galaxy_labels,
+                                               galaxy_selections, scale_bar)
 
     galaxies, names = galaxy_names(sim) if options.labels else ([], [])
+    selections = galaxy_selections(galaxies)
 
     def annotate():
         size, camera = options.size, renderer.camera
         bar = scale_bar(camera, size, sim.units, si) if options.scale_bar else None
-        labels = galaxy_labels(camera, size, galaxy_centres(sim.engine, galaxies), names)
+        labels = galaxy_labels(camera, size, galaxy_centres(sim.engine, selections), names)
 
         def draw(rgb):
             draw_labels(rgb, labels)

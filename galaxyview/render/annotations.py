@@ -85,17 +85,22 @@ def scale_bar(camera, size, units: UnitSystem | None = None, si: bool = False,
         if most * amount >= 1 or (amount, unit) == choices[-1]:
             length = round_length(most * amount)
             return ScaleBar(length, unit, length / amount * per_length)
-    return None
 
 
-def galaxy_centres(engine, galaxies) -> list[np.ndarray]:
-    """The centre of mass of each galaxy index's luminous particles (all of its particles
-    where it has no others); the engine must be idle."""
+def galaxy_selections(galaxies) -> list[tuple[Selection, Selection]]:
+    """For galaxy_centres: each galaxy index's luminous particles, and all of its particles.
+    Made once and passed again, so that an engine keeps each mask (GPU: on the device)."""
+    return [(Selection(int(g), LUMINOUS), Selection(int(g))) for g in galaxies]
+
+
+def galaxy_centres(engine, selections) -> list[np.ndarray]:
+    """The centre of mass of each galaxy's luminous particles (all of its particles where it
+    has no others), from galaxy_selections; the engine must be idle."""
     out = []
-    for g in galaxies:
-        centre = engine.centre_of_mass(Selection(int(g), LUMINOUS))
+    for luminous, every in selections:
+        centre = engine.centre_of_mass(luminous)
         if not np.all(np.isfinite(centre)):
-            centre = engine.centre_of_mass(Selection(int(g)))
+            centre = engine.centre_of_mass(every)
         out.append(np.asarray(centre, np.float64))
     return out
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from vispy import gloo
@@ -64,7 +65,9 @@ class Overlay:
     y: int
 
 
+@lru_cache(maxsize=None)
 def _gl(name, restype, *argtypes):
+    """The GL function `name` (looked up once)."""
     from vispy.gloo.gl import gl2
 
     return gl2._get_gl_func(name, restype, argtypes)

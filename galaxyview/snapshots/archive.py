@@ -389,7 +389,8 @@ def _read_snapshot(g, path) -> ExactState:
                             f"of parameters")
     known = {f.name for f in dataclasses.fields(Params)}
     params = Params(**{k: v for k, v in raw.items() if k in known})
-    n = len(hdf5.array(g, "mass", path))
+    mass = hdf5.array(g, "mass", path)
+    n = len(mass)
 
     def read(group, key, width=None, need=False):
         if not hdf5.has(group, key, path):
@@ -398,7 +399,7 @@ def _read_snapshot(g, path) -> ExactState:
             return None
         return hdf5.array(group, key, path, width=width, rows=n)
 
-    state = ParticleState(read(g, "pos", 3, True), read(g, "vel", 3, True), read(g, "mass"),
+    state = ParticleState(read(g, "pos", 3, True), read(g, "vel", 3, True), mass,
                           read(g, "component", need=True), read(g, "galaxy", need=True),
                           hdf5.number(g, "time", path), radius=read(g, "radius", need=True))
     names = hdf5.attr(hdf5.get(g, "galaxy", path), "names", path, None)

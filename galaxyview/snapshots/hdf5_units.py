@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from galaxyview.model.state import Component
-from galaxyview.model.units import G_SI, KPC_CM, MSUN_G, UnitSystem
+from galaxyview.model.units import KPC_CM, MSUN_G, UnitSystem, in_seconds
 
 GADGET_CGS = (KPC_CM, 1e10 * MSUN_G, 1e5)  # Gadget's default units: kpc, 1e10 Msun, km/s
 # (U_L, U_M, U_t) exponents and a description of galaxyview's particle arrays
@@ -44,7 +44,7 @@ def read_names(value) -> list[str]:
 def cgs_units(units: UnitSystem | None, G: float = 1.0) -> tuple[float, float, float] | None:
     """(length cm, mass g, velocity cm/s) of one N-body unit, or SI's for G = G_SI (the ring
     scenes); None in N-body units without a physical scale."""
-    if G == G_SI:
+    if in_seconds(G):
         return 100.0, 1000.0, 100.0
     if units is None:
         return None

@@ -34,7 +34,8 @@ from galaxyview.model.finite import NonFiniteError
 from galaxyview.model.params import Params, check_eps
 from galaxyview.model.state import Component, ParticleState
 from galaxyview.snapshots.tipsy_aux import (AUX_ARRAYS, PRECISIONS, aux_path, aux_text,
-                                        param_path, param_text, read_aux, read_param)
+                                        find_param, param_path, param_text, read_aux,
+                                        read_param)
 from galaxyview.model.units import G_KPC_KMS2_PER_MSUN, UnitSystem
 
 HEADER_BYTES = 32
@@ -413,7 +414,7 @@ def read_snapshot(path) -> tuple[ParticleState, dict, UnitSystem | None]:
     if units is None and snap.pad != 0:
         units = BONSAI_UNITS
         state.meta["flavour"] = "bonsai"
-    elif not param_path(path).is_file():
+    elif not find_param(path).is_file():
         log.warning("%s: no %s beside it; read in N-body units (G = 1), with the default dt, "
                     "theta and eps unless given", path, param_path(path).name)
     return state, found, units

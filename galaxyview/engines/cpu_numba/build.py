@@ -13,7 +13,7 @@ import numpy as np
 from galaxyview.engines.cpu import keys as mkeys
 from galaxyview.engines.cpu import tree as tree_phases
 from galaxyview.engines.cpu.cells import Tree
-from galaxyview.engines.cpu_numba.jit import kernel
+from galaxyview.numba_setup import kernel
 
 MAX_LEVEL = mkeys.MAX_LEVEL
 DIGIT = 8  # radix sort: key bits a pass

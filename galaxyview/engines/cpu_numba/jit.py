@@ -6,7 +6,6 @@ from __future__ import annotations
 import numba
 
 from galaxyview.engines.cpu import threads
-from galaxyview.numba_setup import FAST, kernel, wide_vectors  # noqa: F401 (the engine's names)
 
 
 def thread_count() -> int:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from galaxyview.engines.cpu.cells import Tree
-from galaxyview.engines.cpu_numba.jit import FAST, kernel, parallel_chunks, use_threads
+from galaxyview.engines.cpu_numba.jit import parallel_chunks, use_threads
 from galaxyview.model.params import check_eps, check_theta
-from galaxyview.numba_setup import prange
+from galaxyview.numba_setup import FAST, kernel, prange
 
 BLOCK = 512  # list terms summed in float32 before they are added in float64
 STACK = 256  # depth-first stack: at most 8 per level for 22 levels

@@ -37,6 +37,7 @@ GROUP_SPLIT = 2048
 # quadrupole interaction, and exact).
 PP_LEAF_MAX = 2
 MAX_N = 2**30
+COM_MASKS = 4  # centre_of_mass: masks kept on the device (a galaxy's each, the followed one)
 # Forces on an active subset may refit the last tree (new moments and opening radii of the
 # same cells, no sort) while the active particles are at most this fraction of all and no more
 # than REFIT_MAX evaluations passed since the last rebuild; GALAXYVIEW_TREE_REFIT sets the
@@ -417,37 +418,47 @@ class GPUEngine(Engine):
         return Energies(kinetic=kinetic, potential=float(self.params.G * w))
 
     def centre_of_mass(self, mask: np.ndarray | Selection) -> np.ndarray:
-        """On the device: the mask (a Selection's from the host's tags) is uploaded once
-        (while the same one is passed again) and 4 float64 sums come back per call."""
-        key, cuda = mask, self._cuda
+        """On the device: each mask (a Selection's from the host's tags) is uploaded once while
+        the same object is passed again (the last COM_MASKS kept), and 4 float64 sums come
+        back per call."""
+        cuda = self._cuda
         with self.activate():
-            if getattr(self, "_com_key", None) is not key:
-                if isinstance(mask, Selection):
-                    mask = mask.mask(self._component, self._galaxy)
-                if mask.shape != (self._n,):
+            kept = self._com_kept()
+            entry = next((e for e in kept if e[0] is mask), None)
+            if entry is None:
+                host = mask.mask(self._component, self._galaxy) if isinstance(mask, Selection) \
+                    else mask
+                if host.shape != (self._n,):
                     raise ValueError(f"mask must have one entry per particle ({self._n}), "
-                                     f"got {mask.shape}")
-                self._free_com()
-                self._com_mask = cuda.to_device(np.ascontiguousarray(mask, dtype=np.uint8))
-                self._com_sums = cuda.mem_alloc(32)
-                self._com_key = key
-            cuda.memset_d32(self._com_sums, 0, 8)
+                                     f"got {host.shape}")
+                if len(kept) >= COM_MASKS:
+                    _, old, sums = kept.pop(0)
+                    old.free()
+                    sums.free()
+                entry = (mask, cuda.to_device(np.ascontiguousarray(host, dtype=np.uint8)),
+                         cuda.mem_alloc(32))
+                kept.append(entry)
+            _, on_device, sums = entry
+            cuda.memset_d32(sums, 0, 8)
             pos, _ = self.buf.set_ptrs(self._cur)
             self.kernels.launch("masked_com", (self._grid(), 1, 1), (256, 1, 1), pos,
-                                self.buf.ptr(f"id{self._cur}"), self._com_mask, self._n,
-                                self._com_sums)
+                                self.buf.ptr(f"id{self._cur}"), on_device, self._n, sums)
             self._sync()
-            out = self._download(int(self._com_sums), np.float64, 4)
+            out = self._download(int(sums), np.float64, 4)
         if out[3] <= 0:  # massless selection: fall back to the plain mean
-            return super().centre_of_mass(key)
+            return super().centre_of_mass(mask)
         return out[:3] / out[3]
 
+    def _com_kept(self) -> list:
+        if getattr(self, "_com", None) is None:
+            self._com = []  # (the mask or Selection passed, its device copy, the sums)
+        return self._com
+
     def _free_com(self) -> None:
-        for name in ("_com_mask", "_com_sums"):
-            if getattr(self, name, None) is not None:
-                getattr(self, name).free()
-                setattr(self, name, None)
-        self._com_key = None
+        for _, on_device, sums in self._com_kept():
+            on_device.free()
+            sums.free()
+        self._com = []
 
     def close(self) -> None:
         self._free_com()
