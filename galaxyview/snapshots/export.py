@@ -36,7 +36,6 @@ TYPE_OF = {Component.HALO: 1, Component.DISK: 2, Component.BULGE: 3, Component.S
            Component.SATELLITE: 4, Component.BLACK_HOLE: 5}
 TAGS = {"GalaxyviewComponent": ("component", np.uint8), "GalaxyviewGalaxy": ("galaxy", np.int16),
         "GalaxyviewRadius": ("radius", np.float64)}
-GADGET_UNITS = hdf5_units.GADGET_CGS  # cm, g, cm/s: kpc, 1e10 Msun, km/s
 _DATASETS = (("Coordinates", "pos"), ("Velocities", "vel"), ("Masses", "mass"),
              ("ParticleIDs", "ids"))
 
@@ -81,7 +80,7 @@ def write_gadget4(path, state: ParticleState, units: UnitSystem | None,
 
 
 def _write(f, state: ParticleState, units: UnitSystem) -> None:
-    cgs = GADGET_UNITS
+    cgs = hdf5_units.GADGET_CGS  # cm, g, cm/s: kpc, 1e10 Msun, km/s
     kinds = particle_types(state.component)
     counts = np.bincount(kinds, minlength=6)[:6]
     scale = {"pos": units.length_kpc, "vel": units.velocity_kms, "mass": units.mass_msun / 1e10}
@@ -147,5 +146,5 @@ def _eagle(dataset, key: str) -> None:
     unit, k = _EAGLE.get(key, ("[ - ]", None))
     a = dataset.attrs
     a["VarDescription"] = unit
-    a["CGSConversionFactor"] = 1.0 if k is None else GADGET_UNITS[k]
+    a["CGSConversionFactor"] = 1.0 if k is None else hdf5_units.GADGET_CGS[k]
     a["aexp-scale-exponent"] = a["h-scale-exponent"] = 0.0

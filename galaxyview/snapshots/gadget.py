@@ -30,7 +30,6 @@ from galaxyview.snapshots import hdf5, hdf5_units
 
 TYPE_COMPONENT = (Component.STAR, Component.HALO, Component.DISK, Component.BULGE,
                   Component.STAR, Component.BLACK_HOLE, Component.HALO)
-GADGET_DEFAULT_CGS = hdf5_units.GADGET_CGS  # length, mass, velocity: kpc, 1e10 Msun, km/s
 A_TOLERANCE = 1e-3  # |a (1 + z) - 1| beyond this: Time and Redshift disagree
 
 log = logging.getLogger(__name__)
@@ -141,7 +140,7 @@ def read_binary(path) -> tuple[ParticleState, UnitSystem, dict]:
     time, z, hubble = float(h["time"]), float(h["redshift"]), float(h["hubble"])
     cosmo = cosmology(path, None, time, z, hubble)
     return _to_state(path, npart, blocks["pos"], blocks["vel"], np.concatenate(mass),
-                     0.0 if cosmo else time, GADGET_DEFAULT_CGS,
+                     0.0 if cosmo else time, hdf5_units.GADGET_CGS,
                      comoving=(*cosmo, False) if cosmo else None)
 
 
@@ -349,7 +348,8 @@ def _hdf5_units(f, path, params, header) -> tuple[float, float, float]:
     if missing:
         _default_units(path, f"no {', '.join(missing)} (in /Parameters or /Header, or to_cgs "
                              f"on the datasets)")
-    return tuple(float(GADGET_DEFAULT_CGS[k] if u is None else u) for k, u in enumerate(units))
+    return tuple(float(hdf5_units.GADGET_CGS[k] if u is None else u)
+                 for k, u in enumerate(units))
 
 
 def _to_state(path, npart, pos, vel, mass, time, cgs, comoving, units=None):
